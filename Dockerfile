@@ -1,0 +1,16 @@
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY planner planner
+COPY solvers solvers
+COPY scenarios scenarios
+COPY api api
+COPY manage.py Procfile ./
+RUN pip install . && useradd --system --no-create-home planner \
+    && STATIC_ROOT=/app/static DATABASE_URL=postgres://x@127.0.0.1:1/x REDIS_URL=redis://127.0.0.1:1/0 \
+       python manage.py collectstatic --noinput
+ENV STATIC_ROOT=/app/static
+USER planner
+EXPOSE 8000
+CMD ["gunicorn", "planner.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--threads", "4"]

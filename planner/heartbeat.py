@@ -1,0 +1,48 @@
+"""Liveness heartbeats of workers and beat, kept in one Redis sorted set: member = process, score = time.
+
+A reader counts members whose score is recent (ZCOUNT), one round trip whatever the number of workers.
+Redis keeps nothing on disk; after a Redis restart the set refills within one heartbeat period.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+
+import redis
+from django.conf import settings
+
+KEY = "planner:heartbeats"
+
+
+@lru_cache(maxsize=1)
+def client() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1.0, socket_connect_timeout=1.0)
+
+
+def write(name: str) -> None:
+    """Record that ``name`` (e.g. "worker:celery@host", "beat:host") is alive now; never raises."""
+    try:
+        pipe = client().pipeline()
+        now = time.time()
+        pipe.zadd(KEY, {name: now})
+        # Trim members that stopped long ago so the set stays small.
+        pipe.zremrangebyscore(KEY, "-inf", now - 10 * settings.HEARTBEAT_STALE_S)
+        pipe.execute()
+    except redis.RedisError:
+        pass  # the broker being down is reported by /healthz itself
+
+
+def clear(name: str) -> None:
+    try:
+        client().zrem(KEY, name)
+    except redis.RedisError:
+        pass
+
+
+def alive(prefix: str) -> list[str]:
+    """Names with the given prefix ("worker:" or "beat:") that wrote within HEARTBEAT_STALE_S."""
+    now = time.time()
+    members = client().zrangebyscore(KEY, now - settings.HEARTBEAT_STALE_S, "+inf")
+    names = [m.decode() for m in members]
+    return [n for n in names if n.startswith(prefix)]

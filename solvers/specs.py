@@ -1,0 +1,142 @@
+"""Resolved inputs of the step engine.
+
+The scenario document (CONTRACT.md) is parsed and validated by ``solvers.schema`` into these frozen
+dataclasses: every catalog preset merged, every default filled, every number checked. The engine never sees
+a raw document, so it never has to guess a unit or a missing value.
+
+``LayoutBatch`` holds one or many layouts as parallel numpy arrays: a single solve is a batch of one, and the
+design-space search is the same engine over a batch of thousands (one code path, no second model).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+Precision = Literal["bf16", "fp16", "fp8", "fp32"]
+Optimizer = Literal["adam", "sgd"]
+Recompute = Literal["none", "selective", "full"]
+
+PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp8", "fp32")
+OPTIMIZERS: tuple[str, ...] = ("adam", "sgd")
+SCHEDULES: tuple[str, ...] = ("gpipe", "1f1b", "interleaved", "zero_bubble", "dualpipe")
+RECOMPUTE_POLICIES: tuple[str, ...] = ("none", "selective", "full")
+GRAD_REDUCE_DTYPES: tuple[str, ...] = ("bf16", "fp32")
+
+# Integer codes used inside LayoutBatch arrays; the index in the tuples above.
+SCHEDULE_CODE: dict[str, int] = {name: i for i, name in enumerate(SCHEDULES)}
+RECOMPUTE_CODE: dict[str, int] = {name: i for i, name in enumerate(RECOMPUTE_POLICIES)}
+
+
+@dataclass(frozen=True)
+class MoESpec:
+    experts: int
+    top_k: int
+    expert_ffn_hidden: int
+    shared_experts: int
+    moe_layers: int
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    layers: int
+    hidden: int
+    ffn_hidden: int
+    heads: int
+    kv_heads: int
+    vocab: int
+    params: float  # total parameters (all experts)
+    active_params: float  # parameters touched per token (= params for dense models)
+    moe: MoESpec | None = None
+    gated_mlp: bool = True  # SwiGLU-style: three FFN matrices instead of two
+
+
+@dataclass(frozen=True)
+class AcceleratorSpec:
+    name: str
+    peak_tflops: dict[str, float]  # dense peak by precision: {"bf16": 989, "fp8": 1979, ...}
+    hbm_gb: float  # capacity, 1e9 bytes
+    hbm_tb_s: float  # bandwidth, 1e12 bytes/s
+    tdp_w: float
+    unit_price_usd: float
+    embodied_kgco2e: float
+    compute_efficiency: float  # fraction of dense peak that large GEMMs reach in training
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """One direction of one GPU's share of a link, as a collective achieves it."""
+
+    bandwidth_gb_s: float  # 1e9 bytes/s actually achieved (nominal x achievable factor when from the catalog)
+    latency_us: float
+    oversubscription: float = 1.0  # scale-out only: >1 divides the bandwidth across the fabric's core
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    accelerator: AcceleratorSpec
+    gpus: int
+    gpus_per_node: int
+    scale_up: LinkSpec
+    scale_out: LinkSpec
+
+    @property
+    def nodes(self) -> int:
+        return self.gpus // self.gpus_per_node
+
+
+@dataclass(frozen=True)
+class OverlapSpec:
+    """Share of each exchange that software hides behind compute (0..1)."""
+
+    tp: float = 0.0
+    cp: float = 0.0
+    pp: float = 0.0
+    dp: float = 0.0
+    ep: float = 0.0
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    seq_len: int
+    global_batch_tokens: int
+    precision: str
+    optimizer: str
+    compute_efficiency: float  # resolved: user value or the accelerator's catalog value
+    overlap: OverlapSpec = field(default_factory=OverlapSpec)
+
+
+@dataclass(frozen=True)
+class LayoutBatch:
+    """N layouts as parallel arrays (N >= 1). ``dp`` is always resolved (gpus / (tp*pp*cp)).
+
+    Codes: ``schedule`` indexes SCHEDULES, ``recompute`` indexes RECOMPUTE_POLICIES,
+    ``grad_reduce_fp32`` is True when gradients are reduce-scattered in fp32 (Llama 3 §3.3.2).
+    ``expert_tp`` equals ``tp`` unless the user gave one.
+    """
+
+    tp: IntArray
+    pp: IntArray
+    cp: IntArray
+    ep: IntArray
+    dp: IntArray
+    microbatch_seqs: IntArray
+    schedule: IntArray
+    virtual_stages: IntArray
+    sequence_parallel: BoolArray
+    zero_stage: IntArray
+    fsdp_reshard_after_forward: BoolArray
+    expert_tp: IntArray
+    recompute: IntArray
+    grad_reduce_fp32: BoolArray
+
+    def __len__(self) -> int:
+        return int(self.tp.shape[0])

@@ -1,0 +1,151 @@
+"""Shared fixtures: personas and real Celery worker processes bound to the test database.
+
+Workers are real ``celery worker`` subprocesses consuming a queue of their own through the real broker, so a
+test sees exactly what production does: messages through Redis, rows through Postgres. They use the test
+database (pytest-django's ``test_<name>``), so tests that use them need committed data (``transactional_db``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_QUEUE = f"planner-test-{os.getpid()}"
+WORKER_START_TIMEOUT_S = 60.0
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _celery_test_queue() -> Iterator[None]:
+    """Publish test tasks to a queue only the test's own workers consume."""
+    from planner.celery import app
+
+    previous = app.conf.task_default_queue
+    app.conf.task_default_queue = TEST_QUEUE
+    yield
+    app.conf.task_default_queue = previous
+
+
+def database_url_for_tests() -> str:
+    from django.db import connection
+
+    s = connection.settings_dict
+    user = s.get("USER") or "postgres"
+    password = f":{s['PASSWORD']}" if s.get("PASSWORD") else ""
+    host = s.get("HOST") or "127.0.0.1"
+    port = s.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{s['NAME']}"
+
+
+@dataclass
+class WorkerProcess:
+    name: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill9(self) -> None:
+        """SIGKILL the whole worker: the main process and every pool child (its process group)."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        if self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill9()
+
+
+def start_worker(
+    tmp_path: Path,
+    *,
+    concurrency: int = 2,
+    env: dict[str, str] | None = None,
+    queue: str = TEST_QUEUE,
+    wait: bool = True,
+    extra_args: tuple[str, ...] = (),
+) -> WorkerProcess:
+    """Start ``celery -A planner worker`` on the test database and wait until its heartbeat appears."""
+    from django.conf import settings
+
+    from planner import heartbeat
+
+    name = f"test-{uuid.uuid4().hex[:8]}@localhost"
+    full_env = {
+        **os.environ,
+        "DATABASE_URL": database_url_for_tests(),
+        "REDIS_URL": settings.REDIS_URL,
+        "PLANNER_QUEUE": queue,
+        "HEARTBEAT_PERIOD_S": "1",
+        "PYTHONUNBUFFERED": "1",
+        **(env or {}),
+    }
+    log_path = tmp_path / f"{name.split('@')[0]}.log"
+    cmd = [
+        sys.executable, "-m", "celery", "-A", "planner", "worker",
+        "-l", "INFO", "-c", str(concurrency), "-P", "prefork", "-n", name, "-Q", queue,
+        "--without-gossip", "--without-mingle", "--without-heartbeat", *extra_args,
+    ]
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    worker = WorkerProcess(name=name, process=proc, log_path=log_path)
+    if wait:
+        deadline = time.monotonic() + WORKER_START_TIMEOUT_S
+        while f"worker:{name}" not in heartbeat.alive("worker:"):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                worker.stop()
+                raise RuntimeError(f"celery worker did not start:\n{worker.log()[-4000:]}")
+            time.sleep(0.1)
+    return worker
+
+
+@pytest.fixture
+def worker_factory(transactional_db: None, tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
+    """Start as many real workers as a test needs; all are stopped at teardown."""
+    started: list[WorkerProcess] = []
+
+    def factory(**kwargs: object) -> WorkerProcess:
+        worker = start_worker(tmp_path, **kwargs)  # type: ignore[arg-type]
+        started.append(worker)
+        return worker
+
+    yield factory
+    for worker in started:
+        worker.stop()
+
+
+@pytest.fixture
+def celery_worker(worker_factory: Callable[..., WorkerProcess]) -> WorkerProcess:
+    """One real worker process (prefork, 2 children) on the test database and the test queue."""
+    return worker_factory()
+
+
+def wait_for(predicate: Callable[[], bool], *, timeout_s: float = 30.0, interval_s: float = 0.1) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval_s)
+    return predicate()
+
+
+# --- personas ---------------------------------------------------------------------------------------
+# alice: admin of team "alpha"; bob: viewer on alpha; carol: editor on alpha; mallory: member of team
+# "beta" only; nobody: authenticated, in no team. Built by the scenarios models once they exist.
