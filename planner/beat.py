@@ -12,7 +12,7 @@ from django_celery_beat.schedulers import DatabaseScheduler
 from planner import heartbeat
 
 
-class HeartbeatDatabaseScheduler(DatabaseScheduler):  # type: ignore[misc]
+class HeartbeatDatabaseScheduler(DatabaseScheduler):
     _last_heartbeat = 0.0
 
     def tick(self, *args: Any, **kwargs: Any) -> float:

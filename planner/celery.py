@@ -21,7 +21,7 @@ app.autodiscover_tasks()
 class HeartbeatStep(bootsteps.StartStopStep):
     """Writes this worker's heartbeat every HEARTBEAT_PERIOD_S while the worker's timer runs."""
 
-    requires = {"celery.worker.components:Timer"}
+    requires = ("celery.worker.components:Timer",)
 
     def __init__(self, parent: Any, **kwargs: Any) -> None:
         super().__init__(parent, **kwargs)

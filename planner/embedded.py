@@ -133,7 +133,9 @@ def _allow_traverse(path: Path) -> None:
             p.chmod(mode | stat.S_IXOTH)
 
 
-def _run_pg(args: list[str], user: pwd.struct_passwd | None, **kw: object) -> subprocess.CompletedProcess[str]:
+def _run_pg(
+    args: list[str], user: pwd.struct_passwd | None, **kw: object
+) -> subprocess.CompletedProcess[str]:
     preexec = None
     if user is not None:
         uid, gid = user.pw_uid, user.pw_gid
@@ -143,7 +145,7 @@ def _run_pg(args: list[str], user: pwd.struct_passwd | None, **kw: object) -> su
             os.setuid(uid)
 
     env = {**os.environ, "LC_ALL": "C"}
-    return subprocess.run(  # type: ignore[call-overload, no-any-return]
+    return subprocess.run(  # type: ignore[call-overload]
         args, preexec_fn=preexec, env=env, text=True, capture_output=True, **kw
     )
 
@@ -177,7 +179,19 @@ def _start_postgres(servers: EmbeddedServers) -> None:
         (data / "postmaster.pid").unlink()
     options = f"-h 127.0.0.1 -p {servers.pg_port} -k {data} -c max_connections=200 -c fsync=on"
     res = _run_pg(
-        [_pg_bin("pg_ctl"), "-D", str(data), "-l", str(data / "server.log"), "-o", options, "-w", "-t", "60", "start"],
+        [
+            _pg_bin("pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(data / "server.log"),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        ],
         user,
     )
     if res.returncode != 0:
@@ -204,14 +218,22 @@ def _start_redis(servers: EmbeddedServers) -> None:
     res = subprocess.run(
         [
             _redis_server_bin(),
-            "--bind", "127.0.0.1",
-            "--port", str(servers.redis_port),
-            "--daemonize", "yes",
-            "--save", "",
-            "--appendonly", "no",
-            "--dir", str(servers.redis_dir),
-            "--pidfile", str(servers.redis_dir / "redis.pid"),
-            "--logfile", str(servers.redis_dir / "redis.log"),
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(servers.redis_port),
+            "--daemonize",
+            "yes",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(servers.redis_dir),
+            "--pidfile",
+            str(servers.redis_dir / "redis.pid"),
+            "--logfile",
+            str(servers.redis_dir / "redis.log"),
         ],
         capture_output=True,
         text=True,
@@ -221,7 +243,9 @@ def _start_redis(servers: EmbeddedServers) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while not _port_open(servers.redis_port):
         if time.monotonic() > deadline:
-            raise RuntimeError(f"Redis did not open port {servers.redis_port}; see {servers.redis_dir}/redis.log")
+            raise RuntimeError(
+                f"Redis did not open port {servers.redis_port}; see {servers.redis_dir}/redis.log"
+            )
         time.sleep(0.05)
 
 

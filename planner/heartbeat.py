@@ -6,6 +6,7 @@ Redis keeps nothing on disk; after a Redis restart the set refills within one he
 
 from __future__ import annotations
 
+import contextlib
 import time
 from functools import lru_cache
 
@@ -34,15 +35,13 @@ def write(name: str) -> None:
 
 
 def clear(name: str) -> None:
-    try:
+    with contextlib.suppress(redis.RedisError):
         client().zrem(KEY, name)
-    except redis.RedisError:
-        pass
 
 
 def alive(prefix: str) -> list[str]:
     """Names with the given prefix ("worker:" or "beat:") that wrote within HEARTBEAT_STALE_S."""
     now = time.time()
     members = client().zrangebyscore(KEY, now - settings.HEARTBEAT_STALE_S, "+inf")
-    names = [m.decode() for m in members]
+    names = [m.decode() if isinstance(m, bytes) else str(m) for m in members]
     return [n for n in names if n.startswith(prefix)]

@@ -158,7 +158,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "var" / "static")))
+STATIC_ROOT = Path(env_str("STATIC_ROOT") or BASE_DIR / "var" / "static")
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on a missing root before collectstatic
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -18,9 +18,9 @@ def main(base_url: str) -> int:
         try:
             with urllib.request.urlopen(f"{base_url}/healthz", timeout=2) as res:
                 body = json.load(res)
+                parts = ", ".join(f"{name} {state['status']}" for name, state in body["checks"].items())
                 print(
-                    f"\nPlanner is up: {base_url}/api/v1/docs/  (health {base_url}/healthz: "
-                    f"{', '.join(f'{k} {v['status']}' for k, v in body['checks'].items())})\n",
+                    f"\nPlanner is up: {base_url}/api/v1/docs/  (health {base_url}/healthz: {parts})\n",
                     flush=True,
                 )
                 return 0

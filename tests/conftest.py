@@ -97,9 +97,26 @@ def start_worker(
     }
     log_path = tmp_path / f"{name.split('@')[0]}.log"
     cmd = [
-        sys.executable, "-m", "celery", "-A", "planner", "worker",
-        "-l", "INFO", "-c", str(concurrency), "-P", "prefork", "-n", name, "-Q", queue,
-        "--without-gossip", "--without-mingle", "--without-heartbeat", *extra_args,
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "planner",
+        "worker",
+        "-l",
+        "INFO",
+        "-c",
+        str(concurrency),
+        "-P",
+        "prefork",
+        "-n",
+        name,
+        "-Q",
+        queue,
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        *extra_args,
     ]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(

@@ -76,10 +76,19 @@ def test_healthz_names_the_part_that_is_down(tmp_path: Path, monkeypatch: pytest
 
 
 def test_production_settings_fail_fast_without_secret() -> None:
-    env = {"PLANNER_ENV": "production", "PATH": "/usr/bin:/bin", "DATABASE_URL": "postgres://x@127.0.0.1:1/x",
-           "REDIS_URL": "redis://127.0.0.1:1/0", "DJANGO_SETTINGS_MODULE": "planner.settings"}
+    env = {
+        "PLANNER_ENV": "production",
+        "PATH": "/usr/bin:/bin",
+        "DATABASE_URL": "postgres://x@127.0.0.1:1/x",
+        "REDIS_URL": "redis://127.0.0.1:1/0",
+        "DJANGO_SETTINGS_MODULE": "planner.settings",
+    }
     res = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, env=env, capture_output=True, text=True
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert res.returncode != 0
     assert "SECRET_KEY is not set" in res.stderr
@@ -96,6 +105,9 @@ def test_production_settings_pass_check_deploy() -> None:
     }
     res = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=ROOT, env=env, capture_output=True, text=True,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert res.returncode == 0, res.stdout + res.stderr
