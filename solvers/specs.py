@@ -112,6 +112,10 @@ class TrainingSpec:
     optimizer: str
     compute_efficiency: float  # resolved: user value or the accelerator's catalog value
     overlap: OverlapSpec = field(default_factory=OverlapSpec)
+    # Whether attention is fused (FlashAttention-style: the s x s score matrix never reaches HBM).
+    # None follows the recompute policy as Korthikanti et al. (2022) define it: fused for ``selective``,
+    # materialised for ``none`` and ``full``. True/False override it for every policy.
+    fused_attention: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,7 @@
+"""``python -m solvers``: see ``solvers.cli``."""
+
+import sys
+
+from solvers.cli import main
+
+sys.exit(main())

@@ -1,0 +1,68 @@
+"""Canonical JSON and the input hash of a resolved scenario.
+
+The canonical form is JSON with sorted keys, no insignificant whitespace, UTF-8, and numbers normalised so
+that equal values print equally: a float that holds an integer (405e9, 1.0) prints as that integer, other
+floats use Python's shortest round-trip repr. Labels that do not change a single number (``name``,
+``description``) are left out of the hash, so renaming a plan keeps its results.
+
+Example: ``canonical_json({"b": 1.0, "a": [2, 0.5]}) == '{"a":[2,0.5],"b":1}'``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+from solvers.errors import SolverInternalError
+
+LABEL_KEYS: frozenset[str] = frozenset({"name", "description"})
+_MAX_EXACT_INT = 2**53
+_INF = math.inf
+
+
+def _normalise(value: Any, drop_labels: bool) -> Any:
+    kind = type(value)
+    if kind is float:
+        if value != value or value in (_INF, -_INF):
+            raise SolverInternalError(f"non-finite number in a canonical document: {value!r}")
+        if value.is_integer() and -_MAX_EXACT_INT < value < _MAX_EXACT_INT:
+            return int(value)
+        return value
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is dict:
+        return {
+            str(k): _normalise(v, drop_labels)
+            for k, v in value.items()
+            if not (drop_labels and k in LABEL_KEYS)
+        }
+    if kind is list or kind is tuple:
+        return [_normalise(v, drop_labels) for v in value]
+    if isinstance(value, dict):
+        return _normalise(dict(value), drop_labels)
+    if isinstance(value, list | tuple):
+        return _normalise(list(value), drop_labels)
+    for base in (bool, int, float, str):  # subclasses such as numpy.float64 or IntEnum
+        if isinstance(value, base):
+            return _normalise(base(value), drop_labels)
+    if hasattr(value, "item"):  # numpy scalar
+        return _normalise(value.item(), drop_labels)
+    raise SolverInternalError(f"value of type {kind.__name__} cannot be canonicalised")
+
+
+def canonical_json(document: Any, *, drop_labels: bool = False) -> str:
+    """Deterministic JSON text of ``document`` (sorted keys, compact, integral floats as integers)."""
+    return json.dumps(
+        _normalise(document, drop_labels),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+    )
+
+
+def canonical_hash(document: Any) -> str:
+    """Hex SHA-256 of the canonical JSON of a resolved scenario document, labels left out."""
+    return hashlib.sha256(canonical_json(document, drop_labels=True).encode("utf-8")).hexdigest()

@@ -1,0 +1,123 @@
+"""The one default calibration of the step engine, with the source of every number.
+
+Three kinds of number are not physics but measured behaviour of real software on real hardware, so they are
+calibrated once here and used unchanged for every scenario and every published run (no per-run tuning):
+
+``COMPUTE_EFFICIENCY``
+    The share of the dense tensor-core peak that the large GEMMs of transformer training reach, per
+    accelerator. The engine multiplies it by the peak at the training precision; everything else (bubbles,
+    exposed communication, recompute, HBM-bound small matrices) is modelled explicitly on top of it, so this
+    is the *kernel* efficiency, not an MFU.
+``FABRIC_ACHIEVABLE``
+    The share of a fabric's nominal per-direction rate that a collective achieves (NCCL "bus bandwidth" over
+    line rate), per fabric key of ``solvers.catalog.fabrics``.
+``OVERLAP_SM_SHARE``
+    The share of the math rate lost while hidden communication runs beside compute (its kernels occupy SMs).
+``PRECISION_RATE_FACTOR``
+    For FP8 training: the share of the FP8 peak reached relative to the BF16 efficiency, because only the
+    linear-layer GEMMs run in FP8 while attention, normalisation, the router, quantisation and the optimizer
+    stay in higher precision.
+
+Worked example: an H100 at BF16 runs large GEMMs at 989.4 x 0.54 = 534 TFLOP/s; at FP8 at
+1,978.9 x 0.54 x 0.675 = 721 TFLOP/s (1.35x BF16). An NDR NIC (50 GB/s) achieves 50 x 0.85 = 42.5 GB/s.
+
+Calibration figures (``tests/solvers/test_engine.py``, ``python -m tests.solvers.test_engine``): 18 published
+runs (MegaScale x4, Llama 3 x3, DeepSeek-V3, Megatron-LM SC'21 Table 1 x10) predicted with these defaults
+within 6.4 MFU points each, mean absolute error 2.7 points.
+"""
+
+from __future__ import annotations
+
+_A100_GEMM = (
+    "calibrated once against A100 runs with the engine's explicit bubble, exposed-communication and "
+    "elementwise (HBM-bound) terms: Narayanan et al., SC'21 (Megatron-LM PTD-P) Table 1 (44-52% of peak "
+    "with full recompute, 1.7B-1T) and MegaScale (NSDI'24) Table 2 (53.0%/41.2% Megatron-LM, 65.3%/55.2% "
+    "MegaScale MFU on 256/12,288 GPUs); one value predicts all fourteen within 7 points. cuBLAS BF16 GEMMs on "
+    "A100 reach 230-250 of 312 TFLOP/s on large shapes; training kernels average lower"
+)
+_HOPPER_GEMM = (
+    "calibrated once against Hopper runs with the engine's explicit bubble, exposed-communication and "
+    "elementwise terms: Llama 3 (Dubey et al. 2024) Table 4 (43%/41% MFU on 8,192/16,384 H100, 38% at 131K "
+    "context) and DeepSeek-V3 (ISCA'25 Table 4: 43.73% MFU on 2,048 H800, FP8); one value predicts all four "
+    "within 5 points. cuBLAS BF16 GEMMs reach 600-700 of 989 TFLOP/s on large square shapes; fused attention "
+    "and training-shaped GEMMs average lower"
+)
+_BLACKWELL_GEMM = (
+    "estimate: no published large-scale MFU yet; the Hopper kernel efficiency (0.54) is carried over, since "
+    "Blackwell's dense peak rises faster than its HBM bandwidth and the same kernels bound it"
+)
+_MI300X_GEMM = (
+    "estimate: public MI300X BF16 GEMM benchmarks (hipBLASLt) reach ~600-700 of 1,307 TFLOP/s on large "
+    "shapes and training stacks (ROCm Megatron/torchtitan) report lower MFU than H100; 0.42 of peak"
+)
+
+COMPUTE_EFFICIENCY: dict[str, tuple[float, str]] = {
+    "a100-sxm-40gb": (0.64, _A100_GEMM),
+    "a100-sxm-80gb": (0.64, _A100_GEMM),
+    "h100-sxm": (0.54, _HOPPER_GEMM),
+    "h800-sxm": (0.54, _HOPPER_GEMM + "; the H800 has the H100's compute"),
+    "h200-sxm": (0.54, _HOPPER_GEMM + "; the H200 has the H100's compute with more HBM"),
+    "b200": (0.54, _BLACKWELL_GEMM),
+    "gb200": (0.54, _BLACKWELL_GEMM),
+    "mi300x": (0.42, _MI300X_GEMM),
+}
+
+_NVLINK = (
+    "NCCL all-reduce bus bandwidth on NVSwitch systems reaches ~80% of the per-direction NVLink rate "
+    "(nccl-tests on DGX A100: ~230 of 300 GB/s; DGX H100: ~360-370 of 450 GB/s)"
+)
+_H800_NVLINK = "DeepSeek-V3 technical report §3.2.2: ~160 GB/s achieved of the H800's 200 GB/s per direction"
+_IB = (
+    "NCCL inter-node bus bandwidth over InfiniBand reaches ~85% of line rate with one NIC per GPU "
+    "(nccl-tests multi-node DGX A100/H100: ~21 of 25 GB/s HDR, ~42-45 of 50 GB/s NDR)"
+)
+_ROCE = (
+    "RoCEv2 fabrics reach a little less than InfiniBand under collective load (Gangidi et al., 'RDMA over "
+    "Ethernet for Distributed AI Training at Meta Scale', SIGCOMM'24 §6: tuned RoCE matches IB only after "
+    "routing and congestion tuning); 0.80 of line rate"
+)
+
+FABRIC_ACHIEVABLE: dict[str, tuple[float, str]] = {
+    "nvlink3": (0.80, _NVLINK),
+    "nvlink4": (0.80, _NVLINK),
+    "nvlink4-h800": (0.80, _H800_NVLINK),
+    "nvlink5": (0.80, _NVLINK + "; carried over to NVLink 5"),
+    "nvlink-switch-nvl72": (0.80, _NVLINK + "; carried over to the NVL72 switch domain"),
+    "infinity-fabric": (
+        0.55,
+        "a ring on MI300X's 8-GPU full mesh uses 2 of 7 xGMI links per direction; RCCL all-reduce bus "
+        "bandwidth on MI300X platforms is reported around 250 GB/s of the 448 GB/s aggregate",
+    ),
+    "infiniband-hdr": (0.85, _IB),
+    "infiniband-ndr": (0.85, _IB),
+    "infiniband-xdr": (0.85, _IB + "; carried over to XDR"),
+    "roce-200g": (0.80, _ROCE),
+    "roce-400g": (0.80, _ROCE),
+    "ethernet-100g": (0.70, "estimate: commodity Ethernet without RDMA tuning; TCP/IP overheads"),
+}
+
+PRECISION_RATE_FACTOR: dict[str, tuple[float, str]] = {
+    "bf16": (1.0, "the calibration basis: COMPUTE_EFFICIENCY is measured at BF16"),
+    "fp16": (1.0, "same tensor-core rate and kernels as BF16"),
+    "fp32": (1.0, "the FP32 peak is used as is (no tensor-core FP32 GEMM path is assumed)"),
+    "fp8": (
+        0.675,
+        "FP8 training reaches ~1.35x its BF16 throughput, not 2x (NVIDIA/Megatron-LM issue #396: a 13B GPT "
+        "on H100 went from 0.34 to 0.24 s/step with Transformer Engine FP8; DeepSeek-V3 §3.3 keeps attention, "
+        "normalisation, router and optimizer in BF16/FP32); 1.35 / 2 of the FP8 peak at the BF16 efficiency",
+    ),
+}
+
+GENERIC_COMPUTE_EFFICIENCY: tuple[float, str] = (
+    0.54,
+    "custom accelerator without a measured value: the Hopper kernel efficiency (the most recent "
+    "calibrated generation) is assumed",
+)
+
+OVERLAP_SM_SHARE: tuple[float, str] = (
+    20.0 / 132.0,
+    "DeepSeek-V3 technical report §3.2.2: 20 of the H800's 132 SMs are dedicated to the overlapped all-to-all "
+    "(IB and NVLink forwarding, buffer moves, combine reductions); NCCL collectives running beside compute "
+    "likewise occupy one SM per channel. 20 / 132 = 15% of the math rate is lost while hidden communication "
+    "is in flight",
+)

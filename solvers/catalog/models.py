@@ -1,0 +1,222 @@
+"""Model presets: transformer shapes and parameter counts, each with its source.
+
+Fields follow ``model`` of the scenario document (CONTRACT.md): ``layers``, ``hidden``, ``ffn_hidden``,
+``heads``, ``kv_heads``, ``vocab``, ``params`` (total, all experts), ``active_params`` (per token; MoE only),
+``gated_mlp`` (SwiGLU: three FFN matrices), ``moe`` and ``seq_len`` (the context length the model was
+pre-trained at, used as the default ``training.seq_len``).
+
+The Megatron-LM SC'21 family (Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters
+Using Megatron-LM", SC'21, Table 1) all use vocabulary 51,200 and sequence length 2,048 with a 4h GELU MLP.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_SC21 = "Narayanan et al., SC'21 (Megatron-LM PTD-P), Table 1"
+
+
+def _sc21(params_b: float, heads: int, hidden: int, layers: int) -> dict[str, Any]:
+    return {
+        "name": f"Megatron-LM GPT {params_b:g}B (SC'21 Table 1)",
+        "layers": layers,
+        "hidden": hidden,
+        "ffn_hidden": 4 * hidden,
+        "heads": heads,
+        "kv_heads": heads,
+        "vocab": 51_200,
+        "params": params_b * 1e9,
+        "gated_mlp": False,
+        "seq_len": 2048,
+        "sources": {
+            "shape": f"{_SC21}: {params_b:g}B, {heads} heads, hidden {hidden}, {layers} layers; 4h MLP",
+            "vocab": f"{_SC21} text: vocabulary 51,200, sequence length 2,048",
+            "params": f"{_SC21}: {params_b:g} billion parameters",
+        },
+    }
+
+
+MODELS: dict[str, dict[str, Any]] = {
+    "gpt3-175b": {
+        "name": "GPT-3 175B",
+        "layers": 96,
+        "hidden": 12_288,
+        "ffn_hidden": 49_152,
+        "heads": 96,
+        "kv_heads": 96,
+        "vocab": 50_257,
+        "params": 175e9,
+        "gated_mlp": False,
+        "seq_len": 2048,
+        "sources": {
+            "shape": "Brown et al., 'Language Models are Few-Shot Learners' (2020), Table 2.1: 96 layers, "
+            "d_model 12,288, 96 heads, d_ff = 4 d_model, context 2,048",
+            "vocab": "GPT-2 BPE vocabulary, 50,257 tokens (Radford et al. 2019)",
+            "params": "Brown et al. 2020, Table 2.1: 175.0B",
+        },
+    },
+    "llama3-8b": {
+        "name": "Llama 3 8B",
+        "layers": 32,
+        "hidden": 4096,
+        "ffn_hidden": 14_336,
+        "heads": 32,
+        "kv_heads": 8,
+        "vocab": 128_256,
+        "params": 8.03e9,
+        "gated_mlp": True,
+        "seq_len": 8192,
+        "sources": {
+            "shape": "Dubey et al., 'The Llama 3 Herd of Models' (2024), Table 3: 32 layers, model 4,096, "
+            "FFN 14,336, 32 heads, 8 KV heads, vocabulary 128,000 (tokenizer 128,256)",
+            "params": "Meta Llama 3.1 8B model card: 8.03B parameters",
+            "seq_len": "Llama 3 §3.4.1: pre-training at 8K context",
+        },
+    },
+    "llama3-70b": {
+        "name": "Llama 3 70B",
+        "layers": 80,
+        "hidden": 8192,
+        "ffn_hidden": 28_672,
+        "heads": 64,
+        "kv_heads": 8,
+        "vocab": 128_256,
+        "params": 70.6e9,
+        "gated_mlp": True,
+        "seq_len": 8192,
+        "sources": {
+            "shape": "Dubey et al. 2024, Table 3: 80 layers, model 8,192, FFN 28,672, 64 heads, 8 KV heads",
+            "params": "Meta Llama 3.1 70B model card: 70.6B parameters (seed 000 uses 70.6B)",
+            "seq_len": "Llama 3 §3.4.1: pre-training at 8K context",
+        },
+    },
+    "llama3-405b": {
+        "name": "Llama 3 405B",
+        "layers": 126,
+        "hidden": 16_384,
+        "ffn_hidden": 53_248,
+        "heads": 128,
+        "kv_heads": 8,
+        "vocab": 128_256,
+        "params": 405e9,
+        "gated_mlp": True,
+        "seq_len": 8192,
+        "sources": {
+            "shape": "Dubey et al. 2024, Table 3: 126 layers, model 16,384, FFN 53,248, 128 heads, 8 KV heads",
+            "params": "Dubey et al. 2024, Table 3: 405B",
+            "seq_len": "Llama 3 §3.4.1 and Table 4: 8,192 tokens in the main pre-training stage",
+        },
+    },
+    "mixtral-8x7b": {
+        "name": "Mixtral 8x7B",
+        "layers": 32,
+        "hidden": 4096,
+        "ffn_hidden": 14_336,
+        "heads": 32,
+        "kv_heads": 8,
+        "vocab": 32_000,
+        "params": 46.7e9,
+        "active_params": 12.9e9,
+        "gated_mlp": True,
+        "moe": {"experts": 8, "top_k": 2, "expert_ffn_hidden": 14_336, "shared_experts": 0, "moe_layers": 32},
+        "seq_len": 4096,
+        "sources": {
+            "shape": "Jiang et al., 'Mixtral of Experts' (2024), Table 1: dim 4,096, 32 layers, hidden_dim "
+            "14,336, 32 heads, 8 KV heads, vocab 32,000, 8 experts, top-2",
+            "params": "Jiang et al. 2024 §2: 47B total, 13B active parameters (46.7B / 12.9B in the model "
+            "card)",
+            "seq_len": "estimate: 4,096-token training sequences; the model supports a 32K context",
+        },
+    },
+    "deepseek-v3": {
+        "name": "DeepSeek-V3 (671B MoE)",
+        "layers": 61,
+        "hidden": 7168,
+        "ffn_hidden": 18_432,
+        "heads": 128,
+        "kv_heads": 128,
+        "vocab": 129_280,
+        "params": 671e9,
+        "active_params": 37e9,
+        "gated_mlp": True,
+        "moe": {
+            "experts": 256,
+            "top_k": 8,
+            "expert_ffn_hidden": 2048,
+            "shared_experts": 1,
+            "moe_layers": 58,
+        },
+        "seq_len": 4096,
+        "sources": {
+            "shape": "DeepSeek-V3 technical report (2024) §4.2: 61 layers, hidden 7,168, 128 heads (MLA), "
+            "first 3 layers dense (FFN 18,432), 1 shared + 256 routed experts of width 2,048, top-8",
+            "vocab": "DeepSeek-V3 technical report §4.1: byte-level BPE, 128K vocabulary (129,280 in the "
+            "released config)",
+            "params": "DeepSeek-V3 technical report §1: 671B total, 37B activated per token",
+            "seq_len": "DeepSeek-V3 technical report §4.2: maximum sequence length 4K in pre-training",
+        },
+    },
+    "megatron-530b": {
+        "name": "Megatron-Turing NLG 530B",
+        "layers": 105,
+        "hidden": 20_480,
+        "ffn_hidden": 81_920,
+        "heads": 128,
+        "kv_heads": 128,
+        "vocab": 51_200,
+        "params": 530e9,
+        "gated_mlp": False,
+        "seq_len": 2048,
+        "sources": {
+            "shape": "Smith et al., 'Using DeepSpeed and Megatron to Train Megatron-Turing NLG 530B' (2022) "
+            "§3.1: 105 layers, hidden 20,480, 128 heads, sequence 2,048; also SC'21 Table 1 (529.6B row)",
+            "vocab": f"{_SC21} text: vocabulary 51,200",
+            "params": "Smith et al. 2022: 530 billion parameters",
+        },
+    },
+    "megatron-1t": _sc21(1008.0, 160, 25_600, 128),
+    "megatron-1.7b": _sc21(1.7, 24, 2304, 24),
+    "megatron-3.6b": _sc21(3.6, 32, 3072, 30),
+    "megatron-7.5b": _sc21(7.5, 32, 4096, 36),
+    "megatron-18.4b": _sc21(18.4, 48, 6144, 40),
+    "megatron-39.1b": _sc21(39.1, 64, 8192, 48),
+    "megatron-76.1b": _sc21(76.1, 80, 10_240, 60),
+    "megatron-145.6b": _sc21(145.6, 96, 12_288, 80),
+    "megatron-310.1b": _sc21(310.1, 128, 16_384, 96),
+    "bloom-176b": {
+        "name": "BLOOM 176B",
+        "layers": 70,
+        "hidden": 14_336,
+        "ffn_hidden": 57_344,
+        "heads": 112,
+        "kv_heads": 112,
+        "vocab": 250_880,
+        "params": 176.2e9,
+        "gated_mlp": False,
+        "seq_len": 2048,
+        "sources": {
+            "shape": "BigScience, 'BLOOM: A 176B-Parameter Open-Access Multilingual Language Model' (2022), "
+            "Table 3: 70 layers, hidden 14,336, 112 heads, sequence 2,048; 4h GELU MLP",
+            "vocab": "BLOOM paper §3.3: 250,680 tokens, padded to 250,880 in the released config",
+            "params": "BLOOM paper Table 3: 176,247M parameters",
+        },
+    },
+    "opt-175b": {
+        "name": "OPT-175B",
+        "layers": 96,
+        "hidden": 12_288,
+        "ffn_hidden": 49_152,
+        "heads": 96,
+        "kv_heads": 96,
+        "vocab": 50_272,
+        "params": 175e9,
+        "gated_mlp": False,
+        "seq_len": 2048,
+        "sources": {
+            "shape": "Zhang et al., 'OPT: Open Pre-trained Transformer Language Models' (2022), Table 1: 96 "
+            "layers, 96 heads, embedding 12,288; context 2,048",
+            "vocab": "OPT released config: vocabulary 50,272 (GPT-2 BPE, padded)",
+            "params": "Zhang et al. 2022, Table 1: 175B",
+        },
+    },
+}

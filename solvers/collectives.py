@@ -1,0 +1,271 @@
+"""Alpha-beta cost of collectives, and which link each parallel group crosses.
+
+Every function broadcasts over numpy arrays (one entry per layout). Sizes are bytes, bandwidths are
+``_gb_s`` (1e9 bytes/s, the rate a collective achieves, one direction), latencies ``_us``.
+
+Bytes each GPU sends (Thakur, Rabenseifner, Gropp, 'Optimization of Collective Communication Operations in
+MPICH', IJHPCA 2005; Patarasuk & Yuan 2009 for the bandwidth-optimal ring; seed 003):
+
+==================  ====================  ===============
+collective          bytes per GPU         ring steps
+==================  ====================  ===============
+all-reduce          2 (N-1)/N x S         2 (N-1)
+reduce-scatter      (N-1)/N x S           N-1
+all-gather          (N-1)/N x S           N-1
+all-to-all          (N-1)/N x S           1 (all peers at once)
+send/recv           S                     1
+==================  ====================  ===============
+
+Time = steps x alpha + bytes / bandwidth. The 2(N-1)/N factor is 1.5 at N = 4, 1.75 at 8, 1.97 at 64: "2P"
+is an overestimate that approaches the truth from above (seed 003).
+
+Placement (the link a group crosses). Ranks are ordered tensor, context, expert/data, pipeline from the
+fastest-varying (Megatron-Core's ``tp-cp-ep-dp-pp`` order), so a group of ``n`` members at ``stride`` has
+``k = clip(gpus_per_node // stride, 1, n)`` members in each node. ``k == n``: the whole group is inside one
+node and uses the scale-up link. ``k == 1``: every member is on another node and each uses its own NIC (one
+NIC per GPU, rail-optimised) at ``bandwidth / oversubscription``. Otherwise the collective is run
+hierarchically (reduce-scatter inside the node, the collective across nodes on ``S / k``, all-gather inside
+the node), which is what NCCL achieves with one ring per NIC, and the faster of flat and hierarchical is
+taken.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solvers.compute import Num, ceil_log2, clip, maximum, minimum, where
+from solvers.specs import ClusterSpec
+
+GB = 1e9
+US = 1e-6
+
+
+@dataclass(frozen=True)
+class Links:
+    """Achieved per-direction rate and start-up latency of the two link classes of a cluster.
+
+    ``out_gb_s`` already divides the NIC rate by the fabric's oversubscription: a group that spans nodes
+    shares the fabric's core.
+    """
+
+    up_gb_s: float
+    up_latency_us: float
+    out_gb_s: float
+    out_latency_us: float
+    gpus_per_node: int
+
+    @classmethod
+    def of(cls, cluster: ClusterSpec) -> Links:
+        oversubscription = max(cluster.scale_out.oversubscription, 1.0)
+        return cls(
+            up_gb_s=cluster.scale_up.bandwidth_gb_s,
+            up_latency_us=cluster.scale_up.latency_us,
+            out_gb_s=cluster.scale_out.bandwidth_gb_s / oversubscription,
+            out_latency_us=cluster.scale_out.latency_us,
+            gpus_per_node=cluster.gpus_per_node,
+        )
+
+
+def all_reduce_bytes(*, group_size: Num, message_bytes: Num) -> Num:
+    """Bytes each GPU sends in a ring all-reduce: ``2 (N-1)/N x S``.
+
+    Example (seed 003): P = 60 GB on 4 GPUs -> 1.5 x 60 = 90 GB; on 8 -> 105 GB; on 64 -> 118.1 GB.
+    """
+    n = maximum(group_size, 1)
+    return 2.0 * (n - 1) / n * message_bytes
+
+
+def reduce_scatter_bytes(*, group_size: Num, message_bytes: Num) -> Num:
+    """Bytes each GPU sends in a reduce-scatter (or an all-gather): ``(N-1)/N x S``.
+
+    Example (seed 003): the all-gather half of a 60 GB all-reduce on 8 GPUs is 7/8 x 60 = 52.5 GB.
+    """
+    n = maximum(group_size, 1)
+    return (n - 1) / n * message_bytes
+
+
+all_gather_bytes = reduce_scatter_bytes
+
+
+def transfer_s(*, bytes_: Num, bandwidth_gb_s: Num, steps: Num, latency_us: float) -> Num:
+    """Alpha-beta time: ``steps x alpha + bytes / bandwidth``.
+
+    Example (seed 003): 120 GB over NVLink at 450 GB/s -> 0.267 s; over a 50 GB/s NIC -> 2.4 s.
+    """
+    return steps * (latency_us * US) + bytes_ / (bandwidth_gb_s * GB)
+
+
+def ring_all_reduce_s(
+    *, group_size: Num, message_bytes: Num, bandwidth_gb_s: float, latency_us: float
+) -> Num:
+    """Ring all-reduce: ``2(N-1) alpha + 2(N-1)/N S / B``. Example: 60 GB on 8 GPUs at 50 GB/s -> 2.1 s."""
+    n = maximum(group_size, 1)
+    return transfer_s(
+        bytes_=all_reduce_bytes(group_size=n, message_bytes=message_bytes),
+        bandwidth_gb_s=bandwidth_gb_s,
+        steps=2.0 * (n - 1),
+        latency_us=latency_us,
+    )
+
+
+def ring_reduce_scatter_s(
+    *, group_size: Num, message_bytes: Num, bandwidth_gb_s: float, latency_us: float
+) -> Num:
+    """Ring reduce-scatter or all-gather: ``(N-1) alpha + (N-1)/N S / B``.
+
+    Example (seed 003): 52.5 GB (7/8 of 60 GB) at 50 GB/s -> 1.05 s.
+    """
+    n = maximum(group_size, 1)
+    return transfer_s(
+        bytes_=reduce_scatter_bytes(group_size=n, message_bytes=message_bytes),
+        bandwidth_gb_s=bandwidth_gb_s,
+        steps=1.0 * (n - 1),
+        latency_us=latency_us,
+    )
+
+
+def point_to_point_s(*, message_bytes: Num, bandwidth_gb_s: float, latency_us: float) -> Num:
+    """One send/receive: ``alpha + S / B``. Example: 6.3 MB at 50 GB/s + 5 us -> 0.131 ms."""
+    return transfer_s(bytes_=message_bytes, bandwidth_gb_s=bandwidth_gb_s, steps=1.0, latency_us=latency_us)
+
+
+def all_to_all_s(
+    *,
+    group_size: Num,
+    message_bytes: Num,
+    bandwidth_gb_s: float,
+    latency_us: float,
+    skew: float = 1.0,
+) -> Num:
+    """All-to-all where each GPU holds ``S`` bytes for the group: ``alpha + skew (N-1)/N S / B``.
+
+    The busiest NIC sets the time (FAST §2-§3: skewed MoE loads send >12x the median to some pairs), so a
+    ``skew`` >= 1 multiplies the mean per-GPU volume. Example: 100 MB over 8 GPUs at 50 GB/s, skew 1.2 ->
+    1.2 x 87.5 MB / 50 GB/s = 2.1 ms.
+    """
+    n = maximum(group_size, 1)
+    bytes_ = skew * reduce_scatter_bytes(group_size=n, message_bytes=message_bytes)
+    return transfer_s(
+        bytes_=bytes_, bandwidth_gb_s=bandwidth_gb_s, steps=where(n > 1, 1.0, 0.0), latency_us=latency_us
+    )
+
+
+def members_per_node(*, group_size: Num, stride: Num, gpus_per_node: int) -> Num:
+    """Members of one group inside one node: ``clip(gpus_per_node // stride, 1, group_size)``.
+
+    Example: DP of 128 at stride 8 (TP8) on 8-GPU nodes -> 1 (every member on another node);
+    DP of 16,384 at stride 1 -> 8 (a whole node, then across nodes).
+    """
+    return clip(gpus_per_node // maximum(stride, 1), 1, maximum(group_size, 1))
+
+
+def placed_all_reduce_s(*, group_size: Num, stride: Num, message_bytes: Num, links: Links) -> tuple[Num, Num]:
+    """Time and NIC bytes per GPU of an all-reduce placed on the links its group crosses.
+
+    Inside a node: ring on scale-up, no NIC bytes. Spanning nodes with ``k`` members per node: the faster of
+    a flat ring on the NIC and the hierarchical form (intra-node reduce-scatter + inter-node all-reduce of
+    ``S / k`` on ``N / k`` nodes + intra-node all-gather).
+    Example: 6.33 GB over DP 128 at stride 8 -> k = 1: 2 x 127/128 x 6.33 GB / 50 GB/s = 0.251 s, 12.6 GB
+    on the NIC (seed 004 §5.3).
+    """
+    return _placed(kind=2, group_size=group_size, stride=stride, message_bytes=message_bytes, links=links)
+
+
+def placed_reduce_scatter_s(
+    *, group_size: Num, stride: Num, message_bytes: Num, links: Links
+) -> tuple[Num, Num]:
+    """Time and NIC bytes per GPU of a reduce-scatter (or all-gather) placed like ``placed_all_reduce_s``."""
+    return _placed(kind=1, group_size=group_size, stride=stride, message_bytes=message_bytes, links=links)
+
+
+def latency_steps(*, group_size: Num) -> Num:
+    """Start-up latencies paid by one pass of a collective over ``N`` ranks: ``min(N - 1, ceil(log2 N))``.
+
+    A ring pays ``N - 1``; NCCL switches to double binary trees across many nodes (Sanders, Speck, Traff,
+    'Two-tree algorithms for full bandwidth broadcast, reduction and scan', Parallel Computing 2009), whose
+    latency grows with ``ceil(log2 N)`` while the bandwidth term stays ``(N-1)/N``. Example: N = 8 -> 3; N = 2,048
+    -> 11.
+    """
+    n = maximum(group_size, 1)
+    return 1.0 * minimum(n - 1, ceil_log2(n))
+
+
+def _placed(*, kind: int, group_size: Num, stride: Num, message_bytes: Num, links: Links) -> tuple[Num, Num]:
+    # kind = number of passes: 2 for an all-reduce, 1 for a reduce-scatter or an all-gather.
+    n = maximum(group_size, 1)
+    k = members_per_node(group_size=n, stride=stride, gpus_per_node=links.gpus_per_node)
+    nodes = n // k
+    frac_all = (n - 1) / n
+    inside = transfer_s(
+        bytes_=kind * frac_all * message_bytes,
+        bandwidth_gb_s=links.up_gb_s,
+        steps=kind * latency_steps(group_size=n),
+        latency_us=links.up_latency_us,
+    )
+    flat_nic_bytes = kind * frac_all * message_bytes
+    flat = transfer_s(
+        bytes_=flat_nic_bytes,
+        bandwidth_gb_s=links.out_gb_s,
+        steps=kind * latency_steps(group_size=n),
+        latency_us=links.out_latency_us,
+    )
+    # Hierarchical: the intra-node reduce-scatter/all-gather pair moves (k-1)/k of S on NVLink, the inter-node
+    # step moves (nodes-1)/nodes of S/k on each GPU's own NIC.
+    intra = transfer_s(
+        bytes_=kind * (k - 1) / k * message_bytes,
+        bandwidth_gb_s=links.up_gb_s,
+        steps=kind * latency_steps(group_size=k),
+        latency_us=links.up_latency_us,
+    )
+    hier_nic_bytes = kind * (nodes - 1) / nodes * message_bytes / k
+    inter = transfer_s(
+        bytes_=hier_nic_bytes,
+        bandwidth_gb_s=links.out_gb_s,
+        steps=kind * latency_steps(group_size=nodes),
+        latency_us=links.out_latency_us,
+    )
+    hier = intra + inter
+    spans = k < n
+    use_hier = hier < flat
+    time = where(spans, where(use_hier, hier, flat), inside)
+    nic = where(spans, where(use_hier, hier_nic_bytes, flat_nic_bytes), 0.0)
+    return time, nic
+
+
+def placed_all_to_all_s(
+    *, group_size: Num, stride: Num, message_bytes: Num, links: Links, skew: float = 1.0
+) -> tuple[Num, Num]:
+    """Time and NIC bytes per GPU of an all-to-all of ``S`` bytes per GPU spread evenly over the group.
+
+    With ``k`` members per node, ``(k-1)/N`` of ``S`` stays on NVLink and ``(N-k)/N`` crosses the NIC; both
+    move at once and the slower sets the time, the NIC share multiplied by ``skew`` (the busiest NIC).
+    Example: EP 64 at stride 1 on 8-GPU nodes, S = 100 MB: 87.5 MB on the NIC at 50 GB/s -> 1.75 ms.
+    """
+    n = maximum(group_size, 1)
+    k = members_per_node(group_size=n, stride=stride, gpus_per_node=links.gpus_per_node)
+    up_bytes = (k - 1) / n * message_bytes
+    nic_bytes = (n - k) / n * message_bytes
+    up_s = transfer_s(
+        bytes_=up_bytes,
+        bandwidth_gb_s=links.up_gb_s,
+        steps=where(k > 1, 1.0, 0.0),
+        latency_us=links.up_latency_us,
+    )
+    out_s = transfer_s(
+        bytes_=skew * nic_bytes,
+        bandwidth_gb_s=links.out_gb_s,
+        steps=where(n > k, 1.0, 0.0),
+        latency_us=links.out_latency_us,
+    )
+    return maximum(up_s, out_s), nic_bytes
+
+
+def placed_point_to_point_s(*, message_bytes: Num, crosses_nodes: Num, links: Links) -> Num:
+    """One pipeline send on the NIC when the neighbouring stage is on another node, else on scale-up."""
+    up = point_to_point_s(
+        message_bytes=message_bytes, bandwidth_gb_s=links.up_gb_s, latency_us=links.up_latency_us
+    )
+    out = point_to_point_s(
+        message_bytes=message_bytes, bandwidth_gb_s=links.out_gb_s, latency_us=links.out_latency_us
+    )
+    return where(crosses_nodes, out, up)

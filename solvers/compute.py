@@ -1,0 +1,199 @@
+"""The arithmetic of one training step: FLOPs per token, recompute FLOPs, per-GPU math time, HBM roofline.
+
+Every function takes numpy arrays (one entry per layout) or scalars and broadcasts, so one layout and a
+million layouts run through the same code.
+
+Conventions
+-----------
+* **Model FLOPs** follow PaLM (Chowdhery et al. 2022, appendix B): ``6 * N_active + 12 * L * h * s`` per
+  token, counting attention non-causally (the full ``s x s`` score matrix). This is the numerator of MFU.
+* **Recompute FLOPs** are extra forward work: ``full`` re-runs the whole forward pass (+1/3 of the model
+  FLOPs, Korthikanti et al. 2022 §5); ``selective`` re-runs only the attention core ``QK^T``, softmax and
+  ``AV`` (+``4 * L * h * s`` per token, the forward third of the attention term; Korthikanti et al. 2022
+  §4.3). FlashAttention-style kernels recompute exactly this in the backward pass, so a modern stack with
+  fused attention is ``selective`` here.
+* **Busiest stage.** Stages may be uneven: the stage with ``ceil(L / pp)`` layers sets the pace. Embedding
+  and output-layer work is spread over stages in proportion to their layers (Llama 3 §3.3.2 balances the
+  first and last stage by giving them one layer less, which this approximates).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from solvers.specs import ModelSpec
+
+Num = Any
+"""A float, int or bool scalar, or a numpy array of them (one entry per layout)."""
+
+_SCALARS = (int, float, bool)
+
+
+# Array-or-scalar helpers. The step modules are written once against these, so one layout runs on python
+# scalars (about ten times faster than numpy on length-1 arrays) and many layouts on numpy arrays. Both use
+# IEEE-754 double arithmetic with correct rounding for + - * /, so a batch of one and a batch of a thousand
+# give bit-identical numbers.
+
+
+def where(cond: Num, a: Num, b: Num) -> Num:
+    """``np.where`` on arrays, ``a if cond else b`` on a python bool."""
+    if type(cond) is bool:
+        return a if cond else b
+    return np.where(cond, a, b)
+
+
+def minimum(a: Num, b: Num) -> Num:
+    """``np.minimum`` on arrays, ``min`` on scalars."""
+    if type(a) in _SCALARS and type(b) in _SCALARS:
+        return a if a <= b else b
+    return np.minimum(a, b)
+
+
+def maximum(a: Num, b: Num) -> Num:
+    """``np.maximum`` on arrays, ``max`` on scalars."""
+    if type(a) in _SCALARS and type(b) in _SCALARS:
+        return a if a >= b else b
+    return np.maximum(a, b)
+
+
+def clip(x: Num, low: Num, high: Num) -> Num:
+    """``min(max(x, low), high)``."""
+    return minimum(maximum(x, low), high)
+
+
+def logical_not(x: Num) -> Num:
+    """``not x`` on a python bool, ``~x`` on a boolean array."""
+    if type(x) is bool:
+        return not x
+    return np.logical_not(x)
+
+
+def constant_like(value: Num, like: Num) -> Num:
+    """``value`` as a scalar when ``like`` is a scalar, else an array of ``like``'s shape filled with it."""
+    if type(like) in _SCALARS:
+        return value
+    return np.full(np.shape(like), value)
+
+
+def ceil_log2(n: Num) -> Num:
+    """``ceil(log2 n)`` for integers n >= 1, computed exactly (bit length of n - 1). Example: 8 -> 3, 9 -> 4."""
+    if type(n) is int:
+        return (n - 1).bit_length() if n > 1 else 0
+    _, exponent = np.frexp(np.maximum(n - 1, 0).astype(np.float64))
+    return exponent.astype(np.int64)
+
+
+ATTENTION_FLOPS_PER_TOKEN_PER_LAYER_PER_HS = 12.0
+"""PaLM appendix B: QK^T and AV are 2 matmuls x 2 FLOPs x s x h per token, x3 for forward + backward."""
+
+
+def mlp_matrices(*, model: ModelSpec) -> int:
+    """Weight matrices per MLP (expert): 3 for a gated (SwiGLU) MLP, 2 for a GELU MLP (Shazeer 2020)."""
+    return 3 if model.gated_mlp else 2
+
+
+def expert_params(*, model: ModelSpec) -> float:
+    """Routed-expert parameters of the whole model: ``moe_layers * experts * matrices * h * h_e``.
+
+    Example: DeepSeek-V3, 58 x 256 x 3 x 7,168 x 2,048 = 654.0e9 of its 671e9 parameters.
+    Shared experts are counted with the dense (replicated) parameters.
+    """
+    moe = model.moe
+    if moe is None:
+        return 0.0
+    per_expert = mlp_matrices(model=model) * model.hidden * moe.expert_ffn_hidden
+    return float(min(moe.moe_layers * moe.experts * per_expert, model.params))
+
+
+def active_expert_params(*, model: ModelSpec) -> float:
+    """Routed-expert parameters one token touches: ``moe_layers * top_k * matrices * h * h_e``."""
+    moe = model.moe
+    if moe is None:
+        return 0.0
+    per_expert = mlp_matrices(model=model) * model.hidden * moe.expert_ffn_hidden
+    return float(min(moe.moe_layers * moe.top_k * per_expert, model.active_params))
+
+
+def model_flops_per_token(*, model: ModelSpec, seq_len: int) -> float:
+    """PaLM model FLOPs per token: ``6 * N_active + 12 * L * h * s`` (Chowdhery et al. 2022, appendix B).
+
+    Example: Llama 3 405B at s = 8,192: 6 x 405e9 + 12 x 126 x 16,384 x 8,192 = 2.430e12 + 0.203e12
+    = 2.633e12 FLOP per token.
+    """
+    attention = ATTENTION_FLOPS_PER_TOKEN_PER_LAYER_PER_HS * model.layers * model.hidden * seq_len
+    return 6.0 * model.active_params + attention
+
+
+def attention_flops_per_token(*, model: ModelSpec, seq_len: int) -> float:
+    """The attention-core share of the model FLOPs: ``12 * L * h * s`` (PaLM appendix B)."""
+    return ATTENTION_FLOPS_PER_TOKEN_PER_LAYER_PER_HS * model.layers * model.hidden * seq_len
+
+
+def recompute_flops_per_token(*, model: ModelSpec, seq_len: int, recompute: Num) -> Num:
+    """Extra FLOPs per token spent recomputing activations, by policy code (none 0, selective 1, full 2).
+
+    none: 0. selective: ``4 * L * h * s`` (the attention core's forward; Korthikanti et al. 2022 §4.3).
+    full: ``2 * N_active + 4 * L * h * s``, one more forward pass (Korthikanti et al. 2022 §5).
+    Example: GPT-3 175B, s = 2,048, full: 2 x 175e9 + 4 x 96 x 12,288 x 2,048 = 3.597e11 FLOP per token.
+    """
+    attention_forward = attention_flops_per_token(model=model, seq_len=seq_len) / 3.0
+    full = 2.0 * model.active_params + attention_forward
+    return where(recompute == 0, 0.0, where(recompute == 1, attention_forward, full))
+
+
+def stage_layer_share(*, layers: int, pp: Num) -> Num:
+    """Share of the model's layers on the busiest pipeline stage: ``ceil(L / pp) / L``.
+
+    Example: 126 layers over 16 stages: 8 / 126 = 0.0635 (against 1/16 = 0.0625 for an even split).
+    """
+    busiest = -(-layers // pp)
+    return busiest / float(layers)
+
+
+def busiest_stage_layers(*, layers: int, pp: Num) -> Num:
+    """Layers on the busiest stage: ``ceil(L / pp)``."""
+    return -(-layers // pp)
+
+
+def gemm_intensity_flop_per_byte(*, rows: Num, inner: float, cols: Num, element_bytes: float) -> Num:
+    """Arithmetic intensity of one GEMM ``(rows x inner) @ (inner x cols)`` reading and writing each operand once.
+
+    ``I = 2 M K N / (bytes * (M K + K N + M N))`` (Williams et al., 'Roofline', CACM 2009).
+    Example: M = 8,192 tokens, K = 16,384, N = 53,248 / 8 = 6,656 in BF16: I = 3,000 FLOP/B, far above an
+    H100's 989e12 x 0.54 / 3.35e12 = 159 FLOP/B balance point, so the GEMM is math-bound.
+    """
+    m = maximum(rows, 1.0)
+    n = maximum(cols, 1.0)
+    return (2.0 * m * inner * n) / (element_bytes * (m * inner + inner * n + m * n))
+
+
+def math_time_s(*, flops: Num, rate_flops: float, intensity: Num, hbm_bytes_s: float) -> Num:
+    """Roofline time of ``flops`` of GEMM work: ``flops / min(rate, I * HBM bandwidth)``.
+
+    Example: 1e15 FLOP at 514e12 FLOP/s with I = 3,000 FLOP/B on 3.35e12 B/s: min(514e12, 1.0e16) -> 1.95 s.
+    """
+    effective = minimum(rate_flops, intensity * hbm_bytes_s)
+    return flops / effective
+
+
+ELEMENTWISE_HBM_PASSES = 4.0
+"""HBM passes over each stored activation per forward + backward: written and read once in the forward pass,
+its gradient written and read once in the backward pass; a recomputed forward adds two more."""
+
+
+def elementwise_time_s(*, activation_bytes: Num, full_recompute: Num, hbm_bytes_s: float) -> Num:
+    """Time of the memory-bound (non-GEMM) work: layer norms, dropout, activation functions, softmax, residuals.
+
+    These kernels do a few FLOPs per byte, so HBM bandwidth, not the tensor cores, sets their time:
+    ``passes x activation bytes / HBM bandwidth`` with 4 passes (6 with full recompute), over the
+    activation bytes Korthikanti et al. 2022 §4 count per token and layer (``solvers.memory``). The attention
+    score matrix counts only when it is materialised (no recompute, or full recompute of unfused attention);
+    fused attention (the ``selective`` policy) never writes it to HBM (Dao et al., FlashAttention, 2022).
+    Example: GPT 1.7B (h = 2,304, a = 24, s = 2,048, no TP), full recompute: (34 h + 5 a s) = 324 kB per
+    token-layer x 6 / 2.039e12 B/s = 0.95 us, against 3.0 us of GEMMs at 193 TFLOP/s: a third more time,
+    which is why small models reach a lower share of peak (Narayanan et al. SC'21 Table 1: 44% vs 52%).
+    """
+    passes = ELEMENTWISE_HBM_PASSES + where(full_recompute, 2.0, 0.0)
+    return passes * activation_bytes / hbm_bytes_s

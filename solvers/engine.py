@@ -1,0 +1,681 @@
+"""The step engine: one training step's time budget, memory and traffic for a batch of layouts.
+
+``check_layouts`` says which layouts are valid (and the first rule each invalid one breaks);
+``evaluate`` computes every figure of a step for all layouts at once, as numpy columns (``StepColumns``).
+A single solve is a batch of one; the design-space search is the same code over a million layouts.
+
+Composition (each term is documented, with its source, in the module that computes it)::
+
+    compute_s   = busiest stage's FLOPs (model + recompute) / roofline rate        solvers.compute
+                  + elementwise HBM time over its activations (4-6 passes)       solvers.compute, memory
+                  rate = peak[precision] x efficiency x precision factor          catalog.calibration
+    comm_s_x    = exchange x alone on the links its group crosses               solvers.exchanges
+    hidden_x    = min(overlap_x * comm_s_x, window_x)                          seed 004 §5.4
+    exposed_x   = comm_s_x - hidden_x
+    compute_s  += 0.15 x sum_x hidden_x (communication kernels take SMs)     catalog.calibration
+    bubble_s    = schedule's bubble on t_mb = compute_s / m                     solvers.pipeline
+    step_s      = compute_s + bubble_s + sum_x exposed_x
+
+Overlap windows (hidden communication never exceeds the compute it hides behind, seed 004 §5.4): TP and PP
+hide behind the whole step's compute (MegaScale §3.2: TP/SP collectives fused with the neighbouring GEMMs,
+pipeline sends posted asynchronously); CP behind the attention compute (ring/all-gather K/V overlapped
+with attention blocks); EP behind the MoE layers' compute (DualPipe pairs, MegaScale-MoE §4); DP behind one
+microbatch's compute, since gradients are final only in the last microbatch's backward and weights are
+needed in the first microbatch's forward (MegaScale §3.2, Megatron-LM's overlapped gradient reduce).
+
+Other conventions (CONTRACT.md "Conventions fixed in v1" are binding): ``gpus = tp*cp*pp*dp``; experts are
+carved from ``dp*cp`` and use ``expert_tp``; uneven stages are allowed and the busiest (``ceil(L/pp)``
+layers) sets the pace; traffic bytes are means over GPUs; bandwidths are achieved rates. Rank order is
+``tp-cp-ep-dp-pp`` (Megatron-Core), so tensor groups are innermost and pipeline stages outermost.
+MFU counts model FLOPs against the dense peak at the training precision (PaLM appendix B). Routed experts
+are laid out ``expert_tp-ep-edp-pp`` (Megatron-Core's expert grid), so an EP group has stride ``expert_tp``.
+Pipeline sends cross the NIC whenever the job spans nodes (stages are outermost; the slowest boundary sets
+the pace). Attention scores: ``training.fused_attention`` True means FlashAttention-style kernels (the
+``s x s`` scores never reach HBM, for every recompute policy), False means they are materialised; None (the
+default) follows Korthikanti et al.'s policies literally: their selective recompute is what fused kernels do,
+so ``selective`` is fused and ``none``/``full`` materialise the scores (stored, or replayed in the recomputed
+forward). A modern stack that does not checkpoint activations is ``none`` with ``fused_attention: true``, or
+``selective``.
+
+Worked example (``tests/solvers/test_engine.py``): Llama 3 405B on 16,384 H100, TP8/PP16/DP128, interleaved
+(v = 4), ZeRO-3 with FP32 reduce-scatter, DP and PP hidden: compute 5.41 s, bubble 1.27 s, exposed TP
+0.67 s, DP 0.15 s -> step 7.50 s, 36.4% MFU (published 41%, Llama 3 Table 4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from solvers import collectives, compute, exchanges, memory, pipeline, traffic
+from solvers.catalog.calibration import OVERLAP_SM_SHARE, PRECISION_RATE_FACTOR
+from solvers.compute import Num, clip, logical_not, maximum, minimum, where
+from solvers.specs import (
+    PRECISIONS,
+    RECOMPUTE_POLICIES,
+    SCHEDULE_CODE,
+    SCHEDULES,
+    BoolArray,
+    ClusterSpec,
+    FloatArray,
+    IntArray,
+    LayoutBatch,
+    ModelSpec,
+    TrainingSpec,
+)
+
+TFLOPS = 1e12
+
+
+@dataclass(frozen=True)
+class StepColumns:
+    """Every figure of a step for N layouts; each field is a numpy array of length N (float64 unless noted).
+
+    ``microbatches`` (int64) per DP replica per step; ``model_flops_per_token`` PaLM convention;
+    ``compute_s`` the busiest GPU's math (recompute and elementwise work included); ``comm_s_<dim>`` each
+    exchange alone on the busiest GPU and ``exposed_comm_s_<dim>`` what overlap leaves; ``bubble_s`` and
+    ``bubble_fraction = bubble / (compute + bubble)``; ``step_s``, ``tokens_per_s``; ``mfu``/``hfu`` against
+    the dense peak at the training precision and ``mfu_bf16`` against BF16; ``bytes_per_gpu_<dim>`` the mean
+    bytes a GPU sends per step; ``nic_duty_cycle`` and ``burst_bytes`` (seed 004 §5.6); memory per GPU in
+    bytes with ``fits`` (bool) against ``capacity_bytes``; ``gpu_busy_fraction = compute_s / step_s``;
+    ``roofline_bound`` (bool) when a per-GPU GEMM is HBM-bound.
+    """
+
+    microbatches: IntArray
+    model_flops_per_token: FloatArray
+    compute_s: FloatArray
+    comm_s_tp: FloatArray
+    comm_s_cp: FloatArray
+    comm_s_pp: FloatArray
+    comm_s_dp: FloatArray
+    comm_s_ep: FloatArray
+    exposed_comm_s_tp: FloatArray
+    exposed_comm_s_cp: FloatArray
+    exposed_comm_s_pp: FloatArray
+    exposed_comm_s_dp: FloatArray
+    exposed_comm_s_ep: FloatArray
+    bubble_s: FloatArray
+    bubble_fraction: FloatArray
+    step_s: FloatArray
+    tokens_per_s: FloatArray
+    mfu: FloatArray
+    mfu_bf16: FloatArray
+    hfu: FloatArray
+    bytes_per_gpu_tp: FloatArray
+    bytes_per_gpu_cp: FloatArray
+    bytes_per_gpu_pp: FloatArray
+    bytes_per_gpu_dp: FloatArray
+    bytes_per_gpu_ep: FloatArray
+    nic_duty_cycle: FloatArray
+    burst_bytes: FloatArray
+    weights_bytes: FloatArray
+    grads_bytes: FloatArray
+    optimizer_bytes: FloatArray
+    activations_bytes: FloatArray
+    total_bytes: FloatArray
+    capacity_bytes: FloatArray
+    fits: BoolArray
+    gpu_busy_fraction: FloatArray
+    roofline_bound: BoolArray
+
+    def __len__(self) -> int:
+        return int(self.step_s.shape[0])
+
+    def row(self, i: int) -> dict[str, float | int | bool]:
+        """Layout ``i`` as python scalars (int for ``microbatches``, bool for ``fits``/``roofline_bound``)."""
+        return {name: getattr(self, name)[i].item() for name in _FIELD_NAMES}
+
+
+_FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(StepColumns))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Validity
+# ---------------------------------------------------------------------------------------------------------
+
+_INTERLEAVED = SCHEDULE_CODE["interleaved"]
+_DUALPIPE = SCHEDULE_CODE["dualpipe"]
+
+
+def layout_rule_codes(
+    *, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layouts: LayoutBatch
+) -> tuple[IntArray, tuple[str, ...]]:
+    """Per layout the index of the first rule it breaks (0 = valid) and the rule names, vectorised.
+
+    The search counts rejections by reason from these codes without formatting a message per layout;
+    ``check_layouts`` turns them into messages.
+    """
+    names = ("ok", *_RULES)
+    if len(layouts) == 1:
+        masks = _rule_masks(model=model, cluster=cluster, training=training, lay=_scalar_layout(layouts))
+        code = next((index + 1 for index, bad in enumerate(masks) if bad), 0)
+        return np.array([code], dtype=np.int64), names
+    masks = _rule_masks(model=model, cluster=cluster, training=training, lay=layouts)
+    codes = np.zeros(len(layouts), dtype=np.int64)
+    for index in range(len(masks) - 1, -1, -1):
+        codes = np.where(masks[index], index + 1, codes)
+    return codes, names
+
+
+def check_layouts(
+    *, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layouts: LayoutBatch
+) -> tuple[BoolArray, list[str | None]]:
+    """Per layout: valid, or the first rule broken as ``"path: message"``.
+
+    Memory is not a rule (CONTRACT.md: a plan that does not fit is a warning). Example message:
+    ``"training.layout.tp: tp*cp*pp (=96) must divide gpus (=16384)"``.
+    """
+    codes, _ = layout_rule_codes(model=model, cluster=cluster, training=training, layouts=layouts)
+    ok = codes == 0
+    messages: list[str | None] = [None] * len(layouts)
+    for i in np.flatnonzero(codes):
+        messages[int(i)] = _message(
+            int(codes[i]), int(i), model=model, cluster=cluster, training=training, layouts=layouts
+        )
+    return ok, messages
+
+
+_RULES: tuple[str, ...] = (
+    "layout_positive",
+    "tp_cp_pp_divides_gpus",
+    "product_equals_gpus",
+    "tp_divides_heads",
+    "pp_within_layers",
+    "cp_divides_seq_len",
+    "batch_multiple_of_seq_len",
+    "batch_divides_dp_micro",
+    "ep_dense_model",
+    "ep_divides_dp_cp",
+    "ep_divides_experts",
+    "expert_tp_fits",
+    "schedule_code",
+    "recompute_code",
+    "zero_stage_range",
+    "virtual_stages_interleaved_only",
+    "interleaved_needs_pp",
+    "interleaved_layers",
+    "interleaved_microbatches",
+    "dualpipe_even_pp",
+    "dualpipe_microbatches",
+    "precision_peak",
+)
+
+
+def _rule_masks(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, lay: Any) -> list[Num]:
+    gpus = cluster.gpus
+    tp, pp, cp, ep, dp = lay.tp, lay.pp, lay.cp, lay.ep, lay.dp
+    b, v, etp = lay.microbatch_seqs, lay.virtual_stages, lay.expert_tp
+    positive = (tp >= 1) & (pp >= 1) & (cp >= 1) & (ep >= 1) & (dp >= 1) & (b >= 1) & (v >= 1) & (etp >= 1)
+    t = maximum(tp, 1)
+    p = maximum(pp, 1)
+    c = maximum(cp, 1)
+    d = maximum(dp, 1)
+    e = maximum(ep, 1)
+    mb = maximum(b, 1)
+    vv = maximum(v, 1)
+    et = maximum(etp, 1)
+    mp = t * c * p
+    seq_len = training.seq_len
+    seqs = training.global_batch_tokens // seq_len
+    micro = seqs // (d * mb)
+    dense = model.moe is None
+    experts = 1 if model.moe is None else model.moe.experts
+    interleaved = lay.schedule == _INTERLEAVED
+    dualpipe = lay.schedule == _DUALPIPE
+    return [
+        logical_not(positive),
+        gpus % mp != 0,
+        mp * d != gpus,
+        model.heads % t != 0,
+        p > model.layers,
+        seq_len % c != 0,
+        training.global_batch_tokens % seq_len != 0,
+        seqs % (d * mb) != 0,
+        (e > 1) & dense,
+        (d * c) % e != 0,
+        experts % e != 0,
+        (t * c * d) % (e * et) != 0,
+        (lay.schedule < 0) | (lay.schedule >= len(SCHEDULES)),
+        (lay.recompute < 0) | (lay.recompute >= len(RECOMPUTE_POLICIES)),
+        (lay.zero_stage < 0) | (lay.zero_stage > 3),
+        (vv > 1) & logical_not(interleaved),
+        interleaved & (p < 2),
+        interleaved & (p * vv > model.layers),
+        interleaved & (micro % p != 0),
+        dualpipe & ((p < 2) | (p % 2 != 0)),
+        dualpipe & ((micro < 2 * p) | (micro % 2 != 0)),
+        training.precision not in cluster.accelerator.peak_tflops,
+    ]
+
+
+def _message(
+    code: int, i: int, *, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layouts: LayoutBatch
+) -> str:
+    lay = layouts
+    tp, pp, cp, ep, dp = (int(lay.tp[i]), int(lay.pp[i]), int(lay.cp[i]), int(lay.ep[i]), int(lay.dp[i]))
+    b, v, etp = int(lay.microbatch_seqs[i]), int(lay.virtual_stages[i]), int(lay.expert_tp[i])
+    gpus = cluster.gpus
+    seqs = training.global_batch_tokens // training.seq_len
+    micro = seqs // max(dp * b, 1)
+    rule = _RULES[code - 1]
+    path = "training.layout."
+    if rule == "layout_positive":
+        values = {
+            "tp": tp,
+            "pp": pp,
+            "cp": cp,
+            "ep": ep,
+            "dp": dp,
+            "microbatch_seqs": b,
+            "virtual_stages": v,
+            "expert_tp": etp,
+        }
+        name = next(k for k, val in values.items() if val < 1)
+        return f"{path}{name}: must be >= 1 (got {values[name]})"
+    if rule == "tp_cp_pp_divides_gpus":
+        return f"{path}tp: tp*cp*pp (={tp * cp * pp}) must divide gpus (={gpus})"
+    if rule == "product_equals_gpus":
+        return f"{path}dp: tp*cp*pp*dp (={tp * cp * pp * dp}) must equal gpus (={gpus})"
+    if rule == "tp_divides_heads":
+        return f"{path}tp: must divide model.heads (={model.heads}), got {tp}"
+    if rule == "pp_within_layers":
+        return f"{path}pp: must not exceed model.layers (={model.layers}), got {pp}"
+    if rule == "cp_divides_seq_len":
+        return f"{path}cp: must divide training.seq_len (={training.seq_len}), got {cp}"
+    if rule == "batch_multiple_of_seq_len":
+        return (
+            f"training.global_batch_tokens: must be a multiple of training.seq_len (={training.seq_len}), "
+            f"got {training.global_batch_tokens}"
+        )
+    if rule == "batch_divides_dp_micro":
+        return (
+            f"{path}microbatch_seqs: global batch (={seqs} sequences) must divide into dp (={dp}) x "
+            f"microbatch_seqs (={b})"
+        )
+    if rule == "ep_dense_model":
+        return f"{path}ep: must be 1 for a dense model (model.moe is not set), got {ep}"
+    if rule == "ep_divides_dp_cp":
+        return f"{path}ep: must divide dp*cp (={dp * cp}), got {ep}"
+    if rule == "ep_divides_experts":
+        experts = 0 if model.moe is None else model.moe.experts
+        return f"{path}ep: must divide model.moe.experts (={experts}), got {ep}"
+    if rule == "expert_tp_fits":
+        return f"{path}expert_tp: ep*expert_tp (={ep * etp}) must divide tp*cp*dp (={tp * cp * dp})"
+    if rule == "schedule_code":
+        return f"{path}schedule: must be one of {', '.join(SCHEDULES)}"
+    if rule == "recompute_code":
+        return f"{path}recompute: must be one of {', '.join(RECOMPUTE_POLICIES)}"
+    if rule == "zero_stage_range":
+        return f"{path}zero_stage: must be 0, 1, 2 or 3, got {int(lay.zero_stage[i])}"
+    if rule == "virtual_stages_interleaved_only":
+        return f"{path}virtual_stages: must be 1 unless schedule is interleaved, got {v}"
+    if rule == "interleaved_needs_pp":
+        return f"{path}schedule: interleaved needs pp >= 2, got pp {pp}"
+    if rule == "interleaved_layers":
+        return f"{path}virtual_stages: pp*virtual_stages (={pp * v}) must not exceed model.layers (={model.layers})"
+    if rule == "interleaved_microbatches":
+        return (
+            f"{path}microbatch_seqs: the interleaved schedule needs microbatches (={micro}) divisible by pp "
+            f"(={pp}) (Narayanan et al. SC'21 §2.2.2)"
+        )
+    if rule == "dualpipe_even_pp":
+        return f"{path}pp: dualpipe needs an even pp >= 2, got {pp}"
+    if rule == "dualpipe_microbatches":
+        return (
+            f"{path}microbatch_seqs: dualpipe needs an even number of microbatches (={micro}) >= 2*pp "
+            f"(={2 * pp}) (deepseek-ai/DualPipe)"
+        )
+    known = ", ".join(sorted(cluster.accelerator.peak_tflops))
+    return (
+        f"training.precision: {cluster.accelerator.name} has no dense {training.precision} peak "
+        f"(known: {known}); one of {', '.join(PRECISIONS)}"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Evaluation
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _gemm_element_bytes(precision: str) -> float:
+    return {"fp8": 1.0, "fp32": 4.0}.get(precision, 2.0)
+
+
+def evaluate(
+    *, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layouts: LayoutBatch
+) -> StepColumns:
+    """Every figure of one training step for each (valid) layout; see the module docstring.
+
+    Invalid layouts (``check_layouts``) produce finite but meaningless numbers; callers evaluate only
+    valid ones. A batch of one runs the same functions on python scalars (bit-identical, ~10x faster than
+    numpy on length-1 arrays). Example: Llama 3 405B, 16,384 H100, TP8/PP16/DP128, 16M-token batch,
+    s = 8,192 -> the DP exchange is 12.6 GB per GPU per step (seed 004 §5.3).
+    """
+    if len(layouts) == 1:
+        values = _step(model=model, cluster=cluster, training=training, lay=_scalar_layout(layouts))
+        # One array for every float column; each field is a length-1 view of it (cheaper than 36 arrays).
+        floats = np.array([float(values[name]) for name in _FLOAT_NAMES], dtype=np.float64).reshape(-1, 1)
+        columns: dict[str, Any] = {name: floats[j] for j, name in enumerate(_FLOAT_NAMES)}
+        columns["microbatches"] = np.array([int(values["microbatches"])], dtype=np.int64)
+        columns["fits"] = np.array([bool(values["fits"])], dtype=np.bool_)
+        columns["roofline_bound"] = np.array([bool(values["roofline_bound"])], dtype=np.bool_)
+        return StepColumns(**columns)
+    values = _step(model=model, cluster=cluster, training=training, lay=layouts)
+    return StepColumns(**{name: _column(values[name], _DTYPES[name], len(layouts)) for name in _FIELD_NAMES})
+
+
+def _column(value: Num, dtype: type, n: int) -> np.ndarray:
+    """``value`` as a length-``n`` array of ``dtype`` (constants are broadcast into a fresh array)."""
+    array: np.ndarray = np.asarray(value, dtype=dtype)
+    if array.shape == (n,):
+        return array
+    return np.broadcast_to(array, (n,)).copy()
+
+
+_DTYPES: dict[str, type] = {
+    name: (
+        np.int64 if name == "microbatches" else np.bool_ if name in ("fits", "roofline_bound") else np.float64
+    )
+    for name in _FIELD_NAMES
+}
+
+_FLOAT_NAMES: tuple[str, ...] = tuple(name for name in _FIELD_NAMES if _DTYPES[name] is np.float64)
+
+_LAYOUT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(LayoutBatch))
+
+
+def _scalar_layout(layouts: LayoutBatch) -> SimpleNamespace:
+    """The single layout of a batch of one as python ints and bools."""
+    return SimpleNamespace(**{name: getattr(layouts, name)[0].item() for name in _LAYOUT_FIELDS})
+
+
+def _step(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, lay: Any) -> dict[str, Num]:
+    """The step's figures for ``lay`` (a LayoutBatch of arrays, or one layout of python scalars)."""
+    acc = cluster.accelerator
+    links = collectives.Links.of(cluster)
+    precision = training.precision
+    s = training.seq_len
+    h = float(model.hidden)
+    L = model.layers
+    gpus = cluster.gpus
+
+    tp = maximum(lay.tp, 1)
+    pp = maximum(lay.pp, 1)
+    cp = maximum(lay.cp, 1)
+    ep = maximum(lay.ep, 1)
+    dp = maximum(lay.dp, 1)
+    etp = maximum(lay.expert_tp, 1)
+    b = maximum(lay.microbatch_seqs, 1)
+    recompute = clip(lay.recompute, 0, 2)
+    schedule = lay.schedule
+    full_recompute = recompute == 2
+
+    global_tokens = float(training.global_batch_tokens)
+    global_seqs = training.global_batch_tokens // s
+    microbatches = maximum(global_seqs // (dp * b), 1)
+    m = 1.0 * microbatches
+
+    # --- compute ---------------------------------------------------------------------------------------
+    flops_per_token = compute.model_flops_per_token(model=model, seq_len=s)
+    recompute_per_token = compute.recompute_flops_per_token(model=model, seq_len=s, recompute=recompute)
+    layers_busiest = compute.busiest_stage_layers(layers=L, pp=pp)
+    stage_share = layers_busiest / float(L)
+    layers_mean = L / pp
+    tokens_per_gpu = global_tokens / (dp * tp * cp)
+    hw_flops_gpu = (flops_per_token + recompute_per_token) * tokens_per_gpu * stage_share
+
+    peak = acc.peak_tflops.get(precision, acc.peak_tflops.get("bf16", 1.0)) * TFLOPS
+    peak_bf16 = acc.peak_tflops.get("bf16", acc.peak_tflops.get(precision, 1.0)) * TFLOPS
+    rate = peak * training.compute_efficiency * PRECISION_RATE_FACTOR.get(precision, (1.0, ""))[0]
+    hbm = acc.hbm_tb_s * TFLOPS
+    gemm_bytes = _gemm_element_bytes(precision)
+    microbatch_tokens = b * s / cp
+    dense_intensity = compute.gemm_intensity_flop_per_byte(
+        rows=microbatch_tokens, inner=h, cols=model.ffn_hidden / tp, element_bytes=gemm_bytes
+    )
+    expert_flop_share = 6.0 * compute.active_expert_params(model=model) / flops_per_token
+    moe = model.moe
+    if moe is not None:
+        expert_rows = microbatch_tokens * ep * moe.top_k / moe.experts
+        expert_intensity = compute.gemm_intensity_flop_per_byte(
+            rows=expert_rows, inner=h, cols=moe.expert_ffn_hidden / etp, element_bytes=gemm_bytes
+        )
+        compute_s = compute.math_time_s(
+            flops=hw_flops_gpu * (1.0 - expert_flop_share),
+            rate_flops=rate,
+            intensity=dense_intensity,
+            hbm_bytes_s=hbm,
+        ) + compute.math_time_s(
+            flops=hw_flops_gpu * expert_flop_share,
+            rate_flops=rate,
+            intensity=expert_intensity,
+            hbm_bytes_s=hbm,
+        )
+        roofline_bound = (dense_intensity * hbm < rate) | (expert_intensity * hbm < rate)
+        moe_share = moe.moe_layers / L
+    else:
+        compute_s = compute.math_time_s(
+            flops=hw_flops_gpu, rate_flops=rate, intensity=dense_intensity, hbm_bytes_s=hbm
+        )
+        roofline_bound = dense_intensity * hbm < rate
+        moe_share = 0.0
+    # Memory-bound elementwise work over the activations of every microbatch on the busiest stage.
+    scores = memory.scores_materialised(recompute=recompute, fused_attention=training.fused_attention)
+    traffic_per_token_layer = memory.activation_traffic_bytes_per_token_layer(
+        model=model,
+        seq_len=s,
+        tp=tp,
+        expert_tp=etp,
+        sequence_parallel=lay.sequence_parallel,
+        scores=scores,
+    )
+    compute_s = compute_s + compute.elementwise_time_s(
+        activation_bytes=m * microbatch_tokens * layers_busiest * traffic_per_token_layer,
+        full_recompute=full_recompute,
+        hbm_bytes_s=hbm,
+    )
+    microbatch_s = compute_s / m
+
+    # --- exchanges -------------------------------------------------------------------------------------
+    act_e = exchanges.activation_element_bytes(precision=precision)
+    activation = microbatch_tokens * h * act_e
+    tp_x = exchanges.tp_exchange(
+        tp=tp,
+        expert_tp=etp,
+        activation_bytes=activation,
+        microbatches=microbatches,
+        layers_busiest=layers_busiest,
+        layers_mean=layers_mean,
+        moe_share=moe_share,
+        full_recompute=full_recompute,
+        links=links,
+    )
+    kv_heads_per_rank = minimum(tp, model.kv_heads)
+    kv_bytes = (b * s) * 2.0 * h * (model.kv_heads / model.heads) * act_e / kv_heads_per_rank
+    cp_x = exchanges.cp_exchange(
+        cp=cp,
+        tp=tp,
+        kv_bytes=kv_bytes,
+        microbatches=microbatches,
+        layers_busiest=layers_busiest,
+        layers_mean=layers_mean,
+        full_recompute=full_recompute,
+        links=links,
+    )
+    pp_x = exchanges.pp_exchange(
+        pp=pp,
+        message_bytes=activation / tp,
+        microbatches=microbatches,
+        sends_per_microbatch=pipeline.pipeline_sends_per_microbatch(
+            schedule=schedule, virtual_stages=lay.virtual_stages
+        ),
+        crosses_nodes=(gpus > cluster.gpus_per_node) & (tp * cp * dp < gpus),
+        links=links,
+    )
+
+    copies = pipeline.parameter_copies(schedule=schedule)
+    dense_params, expert_params = memory.dense_and_expert_params(model=model)
+    w_bytes = memory.weight_bytes_per_param(precision=precision)
+    grad_bytes = where(lay.grad_reduce_fp32, 4.0, w_bytes)
+    scatter_b, gather_b = exchanges.dp_shares(
+        zero_stage=lay.zero_stage,
+        reshard_after_forward=lay.fsdp_reshard_after_forward,
+        grad_bytes=grad_bytes,
+        weight_bytes=w_bytes,
+    )
+    dense_mean = copies * dense_params / (tp * pp)
+    dense_busy = copies * dense_params * stage_share / tp
+    expert_split = 1.0 * ep * etp
+    expert_group = maximum((tp * cp * dp) // (ep * etp), 1)
+    expert_mean = copies * expert_params / (pp * expert_split)
+    expert_busy = copies * expert_params * stage_share / expert_split
+    dp_x = exchanges.dp_exchange(
+        dense_params_mean=dense_mean,
+        dense_params_busiest=dense_busy,
+        dense_group=dp * cp,
+        dense_stride=tp,
+        expert_params_mean=expert_mean if moe is not None else None,
+        expert_params_busiest=expert_busy,
+        expert_group=expert_group,
+        expert_stride=ep * etp,
+        scatter_bytes=scatter_b,
+        gather_bytes=gather_b,
+        buckets=layers_busiest,
+        links=links,
+    )
+    if moe is not None:
+        tokens_per_rank = microbatch_tokens / tp
+        dispatch_e = 1.0 if precision == "fp8" else act_e
+        ep_x = exchanges.ep_exchange(
+            ep=ep,
+            stride=etp,
+            dispatch_bytes=tokens_per_rank * moe.top_k * h * dispatch_e,
+            combine_bytes=tokens_per_rank * moe.top_k * h * act_e,
+            microbatches=microbatches,
+            moe_layers_busiest=layers_busiest * moe_share,
+            moe_layers_mean=layers_mean * moe_share,
+            full_recompute=full_recompute,
+            links=links,
+        )
+    else:
+        ep_x = exchanges.Exchange(bytes_per_gpu=0.0, time_s=0.0, nic_bytes=0.0, burst_bytes=0.0)
+
+    # --- overlap: hidden never exceeds the compute it hides behind (seed 004 §5.4) -----------------------
+    ov = training.overlap
+    attention_share = compute.attention_flops_per_token(model=model, seq_len=s) / flops_per_token
+    hidden_tp = minimum(ov.tp * tp_x.time_s, compute_s)
+    hidden_cp = minimum(ov.cp * cp_x.time_s, compute_s * attention_share)
+    hidden_pp = minimum(ov.pp * pp_x.time_s, compute_s)
+    hidden_dp = minimum(ov.dp * dp_x.time_s, microbatch_s)
+    hidden_ep = minimum(ov.ep * ep_x.time_s, compute_s * moe_share)
+    exposed_tp = tp_x.time_s - hidden_tp
+    exposed_cp = cp_x.time_s - hidden_cp
+    exposed_pp = pp_x.time_s - hidden_pp
+    exposed_dp = dp_x.time_s - hidden_dp
+    exposed_ep = ep_x.time_s - hidden_ep
+    # Hidden communication is not free: its kernels occupy SMs that the math would use, so compute runs
+    # slower while it is in flight (DeepSeek-V3 §3.2.2: 20 of 132 SMs run the all-to-all).
+    hidden = hidden_tp + hidden_cp + hidden_pp + hidden_dp + hidden_ep
+    compute_s = compute_s + OVERLAP_SM_SHARE[0] * minimum(hidden, compute_s)
+    microbatch_s = compute_s / m
+
+    # --- pipeline ----------------------------------------------------------------------------------------
+    forward_per_token = flops_per_token / 3.0
+    recompute_forward_share = recompute_per_token / forward_per_token
+    bubble = pipeline.bubble_s(
+        schedule=schedule,
+        pp=pp,
+        microbatches=microbatches,
+        virtual_stages=lay.virtual_stages,
+        microbatch_s=microbatch_s,
+        recompute_forward_share=recompute_forward_share,
+    )
+    bubble_frac = pipeline.bubble_fraction(bubble_s=bubble, compute_s=compute_s)
+    step_s = compute_s + bubble + exposed_tp + exposed_cp + exposed_pp + exposed_dp + exposed_ep
+
+    step_flops = flops_per_token * global_tokens
+    denominator = step_s * gpus
+    mfu = step_flops / (denominator * peak)
+    mfu_bf16 = step_flops / (denominator * peak_bf16)
+    hfu = (flops_per_token + recompute_per_token) * global_tokens / (denominator * peak)
+
+    # --- memory ------------------------------------------------------------------------------------------
+    weights, grads, optim = memory.model_state_bytes(
+        dense_params_per_gpu=dense_params * stage_share / tp,
+        expert_params_per_gpu=expert_params * stage_share / expert_split,
+        dense_shard=dp * cp,
+        expert_shard=expert_group,
+        zero_stage=lay.zero_stage,
+        grad_reduce_fp32=lay.grad_reduce_fp32,
+        precision=precision,
+        optimizer=training.optimizer,
+        copies=copies,
+        layers_on_stage=layers_busiest,
+    )
+    in_flight = pipeline.microbatches_in_flight(
+        schedule=schedule, pp=pp, microbatches=microbatches, virtual_stages=lay.virtual_stages
+    )
+    activations = memory.activation_bytes(
+        model=model,
+        seq_len=s,
+        microbatch_tokens=microbatch_tokens,
+        tp=tp,
+        expert_tp=etp,
+        sequence_parallel=lay.sequence_parallel,
+        recompute=memory.memory_policy(recompute=recompute, fused_attention=training.fused_attention),
+        layers_on_stage=layers_busiest,
+        in_flight=in_flight,
+        scores=scores,
+    )
+    total = weights + grads + optim + activations
+    capacity = acc.hbm_gb * 1e9
+
+    # --- traffic -----------------------------------------------------------------------------------------
+    nic_bytes = tp_x.nic_bytes + cp_x.nic_bytes + pp_x.nic_bytes + dp_x.nic_bytes + ep_x.nic_bytes
+    duty = traffic.nic_duty_cycle(nic_bytes=nic_bytes, nic_gb_s=links.out_gb_s, step_s=step_s)
+    burst = maximum(
+        maximum(maximum(tp_x.burst_bytes, cp_x.burst_bytes), maximum(pp_x.burst_bytes, dp_x.burst_bytes)),
+        ep_x.burst_bytes,
+    )
+
+    return dict(
+        microbatches=microbatches,
+        model_flops_per_token=flops_per_token,
+        compute_s=compute_s,
+        comm_s_tp=tp_x.time_s,
+        comm_s_cp=cp_x.time_s,
+        comm_s_pp=pp_x.time_s,
+        comm_s_dp=dp_x.time_s,
+        comm_s_ep=ep_x.time_s,
+        exposed_comm_s_tp=exposed_tp,
+        exposed_comm_s_cp=exposed_cp,
+        exposed_comm_s_pp=exposed_pp,
+        exposed_comm_s_dp=exposed_dp,
+        exposed_comm_s_ep=exposed_ep,
+        bubble_s=bubble,
+        bubble_fraction=bubble_frac,
+        step_s=step_s,
+        tokens_per_s=global_tokens / step_s,
+        mfu=mfu,
+        mfu_bf16=mfu_bf16,
+        hfu=hfu,
+        bytes_per_gpu_tp=tp_x.bytes_per_gpu,
+        bytes_per_gpu_cp=cp_x.bytes_per_gpu,
+        bytes_per_gpu_pp=pp_x.bytes_per_gpu,
+        bytes_per_gpu_dp=dp_x.bytes_per_gpu,
+        bytes_per_gpu_ep=ep_x.bytes_per_gpu,
+        nic_duty_cycle=duty,
+        burst_bytes=burst,
+        weights_bytes=weights,
+        grads_bytes=grads,
+        optimizer_bytes=optim,
+        activations_bytes=activations,
+        total_bytes=total,
+        capacity_bytes=capacity,
+        fits=total <= capacity,
+        gpu_busy_fraction=compute_s / step_s,
+        roofline_bound=roofline_bound,
+    )

@@ -1,0 +1,274 @@
+"""The five exchanges of a training step, each in bytes per GPU and seconds.
+
+Every function returns an ``Exchange``: ``bytes_per_gpu`` is the mean over GPUs of the bytes each sends per
+step in the ring algorithm (the seeds' convention, independent of placement); ``time_s`` is the busiest
+GPU's time for the exchange alone, on the links its group crosses (``solvers.collectives``); ``nic_bytes``
+is what the busiest GPU's NIC sends per step; ``burst_bytes`` the largest single transfer on that NIC.
+
+Notation: ``b`` sequences per microbatch, ``s`` sequence length, ``h`` hidden, ``m`` microbatches per
+replica per step, ``L_s`` layers on the busiest stage, ``L/pp`` on the mean stage, ``e`` bytes per activation
+element (2 in BF16/FP16/FP8 training, 4 in FP32). ``A = b (s/cp) h e`` is one activation tensor of a
+microbatch.
+
+* **TP** (Shoeybi et al. 2019 §3; Korthikanti et al. 2022 §4.2.2): per layer two all-reduces of ``A`` in the
+  forward pass and two in the backward (sequence parallelism replaces each by a reduce-scatter and an
+  all-gather of the same total volume); full recompute adds the forward pair again. MoE layers run their MLP
+  collectives over ``expert_tp``. Per GPU per step: ``m L 4 x 2(t-1)/t x A``. Example (seed 004 §5.3, HPN
+  Table 3): GPT-3 175B, b = 1, s = 2,048, TP 8: 4 x 1.75 x 50.3 MB = 352 MB per layer per microbatch.
+* **CP** (Llama 3 §3.3.2, all-gather based context parallelism): per layer an all-gather of K and V in the
+  forward pass and a reduce-scatter of their gradients in the backward, each ``(cp-1)/cp`` of
+  ``b s 2 h (kv/a) e / min(tp, kv)``; full recompute adds one all-gather.
+* **PP** (Narayanan et al. SC'21 §4.1 scatter/gather): each stage boundary carries ``A / t`` forward and the
+  same gradient backward per microbatch, ``v`` times with interleaving. Mean per GPU
+  ``2 m A/t (p v - 1)/p``. Example (seed 004 §5.3, HPN): 2,048 x 12,288 x 2 / 8 = 6.3 MB per message.
+* **DP** (ZeRO, Rajbhandari et al. 2020; FSDP; seed 004 §5.3) over ``dp * cp`` for dense parameters and the
+  expert-data-parallel group for routed experts, on ``P' = P / (t p)`` parameters per GPU: ZeRO-0 an
+  all-reduce ``2(n-1)/n P' g``; ZeRO-1/2 a reduce-scatter of gradients plus an all-gather of weights,
+  ``(n-1)/n P' (g + w)``; ZeRO-3 one more all-gather when weights are resharded after the forward pass,
+  ``(n-1)/n P' (g + 2w)``. ``g`` = 4 bytes with an FP32 gradient reduce-scatter (Llama 3 §3.3.2), else the
+  weight bytes ``w``. Example (seed 004 §5.3): Llama 3 405B at TP8/PP16/DP128: 12.6 GB in BF16, 19 GB with
+  the FP32 reduce-scatter.
+* **EP** (Lepikhin et al. 2021 GShard; DeepSeek-V3 §3.2.2): per MoE layer a dispatch and a combine
+  all-to-all forward and again backward, each of ``b (s/cp)/t x top_k x h`` elements per GPU, ``(ep-1)/ep``
+  of which leave the GPU; FP8 training dispatches in FP8 (1 byte) and combines in BF16 (DeepSeek-V3
+  §3.3.2). Node-limited routing is not modelled (a conservative count of NIC bytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solvers import collectives
+from solvers.compute import Num, maximum, where
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One dimension's exchange per step: mean bytes per GPU, busiest time, NIC bytes and largest burst."""
+
+    bytes_per_gpu: Num
+    time_s: Num
+    nic_bytes: Num
+    burst_bytes: Num
+
+
+def activation_element_bytes(*, precision: str) -> float:
+    """Bytes per activation element on the wire: 4 in FP32 training, else 2 (FP8 GEMM inputs are cast
+    in place; activations between layers stay in BF16, DeepSeek-V3 §3.3)."""
+    return 4.0 if precision == "fp32" else 2.0
+
+
+def tp_exchange(
+    *,
+    tp: Num,
+    expert_tp: Num,
+    activation_bytes: Num,
+    microbatches: Num,
+    layers_busiest: Num,
+    layers_mean: Num,
+    moe_share: float,
+    full_recompute: Num,
+    links: collectives.Links,
+) -> Exchange:
+    """Tensor-parallel all-reduces (module docstring). Example: HPN GPT-3 -> 352 MB per layer-microbatch."""
+    per_half = where(full_recompute, 3.0, 2.0)  # collectives per layer per half (attention, MLP)
+    stride = 1
+    attn_t, attn_nic = collectives.placed_all_reduce_s(
+        group_size=tp, stride=stride, message_bytes=activation_bytes, links=links
+    )
+    mlp_group_t, mlp_group_nic = collectives.placed_all_reduce_s(
+        group_size=expert_tp, stride=stride, message_bytes=activation_bytes, links=links
+    )
+    mlp_t = (1.0 - moe_share) * attn_t + moe_share * mlp_group_t
+    mlp_nic = (1.0 - moe_share) * attn_nic + moe_share * mlp_group_nic
+    attn_b = collectives.all_reduce_bytes(group_size=tp, message_bytes=activation_bytes)
+    mlp_b = (1.0 - moe_share) * attn_b + moe_share * collectives.all_reduce_bytes(
+        group_size=expert_tp, message_bytes=activation_bytes
+    )
+    per_layer_b = per_half * (attn_b + mlp_b)
+    count = microbatches * per_half
+    return Exchange(
+        bytes_per_gpu=microbatches * layers_mean * per_layer_b,
+        time_s=count * layers_busiest * (attn_t + mlp_t),
+        nic_bytes=count * layers_busiest * (attn_nic + mlp_nic),
+        burst_bytes=maximum(attn_nic, mlp_nic),
+    )
+
+
+def cp_exchange(
+    *,
+    cp: Num,
+    tp: Num,
+    kv_bytes: Num,
+    microbatches: Num,
+    layers_busiest: Num,
+    layers_mean: Num,
+    full_recompute: Num,
+    links: collectives.Links,
+) -> Exchange:
+    """Context-parallel K/V all-gather (forward) and gradient reduce-scatter (backward) per layer.
+
+    Example: Llama 3 405B at s = 131,072, CP 16, TP 8, b = 1: K and V are 131,072 x 2 x 1,024 x 2 / 8
+    = 67 MB per layer; 15/16 of it each way -> 126 MB per layer per microbatch.
+    """
+    count = where(full_recompute, 3.0, 2.0)
+    t, nic = collectives.placed_reduce_scatter_s(
+        group_size=cp, stride=tp, message_bytes=kv_bytes, links=links
+    )
+    per = collectives.reduce_scatter_bytes(group_size=cp, message_bytes=kv_bytes)
+    return Exchange(
+        bytes_per_gpu=microbatches * layers_mean * count * per,
+        time_s=microbatches * layers_busiest * count * t,
+        nic_bytes=microbatches * layers_busiest * count * nic,
+        burst_bytes=nic,
+    )
+
+
+def pp_exchange(
+    *,
+    pp: Num,
+    message_bytes: Num,
+    microbatches: Num,
+    sends_per_microbatch: Num,
+    crosses_nodes: Num,
+    links: collectives.Links,
+) -> Exchange:
+    """Pipeline activations forward and gradients backward across stage boundaries.
+
+    Example (seed 004 §5.3): GPT-3 175B, b = 1, s = 2,048, TP 8: 6.3 MB per message; PP 8, m = 16 -> mean
+    2 x 16 x 6.3 MB x 7/8 = 176 MB per GPU per step.
+    """
+    p = 1.0 * pp
+    one = collectives.placed_point_to_point_s(
+        message_bytes=message_bytes, crosses_nodes=crosses_nodes, links=links
+    )
+    sends = 2.0 * microbatches * sends_per_microbatch
+    active = p > 1.0
+    mean_boundaries = (p * sends_per_microbatch - 1.0) / (p * sends_per_microbatch)
+    nic = where(crosses_nodes & active, sends * message_bytes, 0.0)
+    return Exchange(
+        bytes_per_gpu=where(active, sends * message_bytes * mean_boundaries, 0.0),
+        time_s=where(active, sends * one, 0.0),
+        nic_bytes=nic,
+        burst_bytes=where(crosses_nodes & active, message_bytes, 0.0),
+    )
+
+
+def dp_shares(
+    *, zero_stage: Num, reshard_after_forward: Num, grad_bytes: Num, weight_bytes: float
+) -> tuple[Num, Num]:
+    """(reduce-scatter bytes, all-gather bytes) per parameter of one step's data-parallel exchange.
+
+    ZeRO-0 all-reduces the gradients: counted as one reduce-scatter and one all-gather of ``g`` bytes.
+    ZeRO-1/2: reduce-scatter ``g``, all-gather ``w``. ZeRO-3: reduce-scatter ``g``, all-gather ``w`` once, or
+    twice when resharded after the forward pass (CONTRACT.md v1). Example: Llama 3 (ZeRO-3, no reshard,
+    FP32 reduce-scatter): (4, 2) -> 3 shares of 2 bytes.
+    """
+    gather = where(
+        zero_stage == 0,
+        grad_bytes,
+        where((zero_stage >= 3) & reshard_after_forward, 2.0 * weight_bytes, weight_bytes),
+    )
+    return grad_bytes, gather
+
+
+def dp_exchange(
+    *,
+    dense_params_mean: Num,
+    dense_params_busiest: Num,
+    dense_group: Num,
+    dense_stride: Num,
+    expert_params_mean: Num | None,
+    expert_params_busiest: Num,
+    expert_group: Num,
+    expert_stride: Num,
+    scatter_bytes: Num,
+    gather_bytes: Num,
+    buckets: Num,
+    links: collectives.Links,
+) -> Exchange:
+    """Data-parallel gradient reduction and weight gathering (module docstring), once per step.
+
+    ``buckets`` collectives of equal size are issued (one per layer on the stage, as Megatron and FSDP
+    do); it only matters for the latency term. Example (seed 004 §5.3): Llama 3 405B pure DP on 16,384 GPUs:
+    2 x 16,383/16,384 x 810 GB = 1.62 TB per GPU.
+    """
+    nb = 1.0 * maximum(buckets, 1)
+    share = scatter_bytes + gather_bytes
+    parts = [(dense_params_mean, dense_params_busiest, dense_group, dense_stride)]
+    if expert_params_mean is not None:
+        parts.append((expert_params_mean, expert_params_busiest, expert_group, expert_stride))
+    total_bytes: Num = 0.0
+    time: Num = 0.0
+    nic: Num = 0.0
+    for mean_p, busy_p, group, stride in parts:
+        total_bytes = total_bytes + collectives.reduce_scatter_bytes(
+            group_size=group, message_bytes=mean_p * share
+        )
+        bucket = busy_p * share / nb
+        t, n = collectives.placed_reduce_scatter_s(
+            group_size=group, stride=stride, message_bytes=bucket, links=links
+        )
+        time = time + nb * t
+        nic = nic + nb * n
+    return Exchange(bytes_per_gpu=total_bytes, time_s=time, nic_bytes=nic, burst_bytes=nic)
+
+
+def ep_exchange(
+    *,
+    ep: Num,
+    stride: Num,
+    dispatch_bytes: Num,
+    combine_bytes: Num,
+    microbatches: Num,
+    moe_layers_busiest: Num,
+    moe_layers_mean: Num,
+    full_recompute: Num,
+    links: collectives.Links,
+    skew: float = 1.0,
+) -> Exchange:
+    """MoE dispatch and combine all-to-alls, forward and backward, per MoE layer per microbatch.
+
+    ``dispatch_bytes``/``combine_bytes`` are the per-GPU volumes ``tokens x top_k x h x e`` before the
+    ``(ep-1)/ep`` share that leaves the GPU. Example: DeepSeek-V3, 4,096 tokens x 8 x 7,168 in FP8
+    (235 MB) dispatched over EP 64 -> 231 MB per all-to-all.
+    """
+    rounds = where(full_recompute, 3.0, 2.0)  # forward, backward (+ recomputed forward)
+    d_t, d_nic = collectives.placed_all_to_all_s(
+        group_size=ep, stride=stride, message_bytes=dispatch_bytes, links=links, skew=skew
+    )
+    c_t, c_nic = collectives.placed_all_to_all_s(
+        group_size=ep, stride=stride, message_bytes=combine_bytes, links=links, skew=skew
+    )
+    per_layer_b = collectives.reduce_scatter_bytes(
+        group_size=ep, message_bytes=dispatch_bytes + combine_bytes
+    )
+    count = microbatches * rounds
+    return Exchange(
+        bytes_per_gpu=count * moe_layers_mean * per_layer_b,
+        time_s=count * moe_layers_busiest * (d_t + c_t),
+        nic_bytes=count * moe_layers_busiest * (d_nic + c_nic),
+        burst_bytes=maximum(d_nic, c_nic),
+    )
+
+
+def moe_hide_ratio(
+    *,
+    expert_ffn_hidden: float,
+    bandwidth_gb_s: float,
+    peak_tflops: float,
+    matrices: int = 3,
+    element_bytes: float = 2.0,
+) -> float:
+    """Expert compute over its all-to-all time, per token (MegaScale-MoE §7 model; seed 004 §5.5).
+
+    One token's expert MLP forward costs ``2 x matrices x h x h_e`` FLOPs; dispatching it moves
+    ``element_bytes x h`` bytes. Their times' ratio ``R = (2 matrices h_e / F) / (e / B)`` does not depend on the
+    hidden size, the expert count or top-k; the all-to-all can hide only if ``R >= 1``. With a gated MLP
+    (3 matrices) in BF16: ``R = 3 h_e B / F``. Example (seed 004 §5.5): h_e = 8,192 on an H800 (989 TFLOP/s):
+    9.94 on 400 GB/s NVLink, 1.24 on a 50 GB/s NIC; DeepSeekMoE's h_e = 2,048 on the H800's 160 GB/s achieved
+    NVLink (DeepSeek-V3 §3.2.2): 0.99.
+    """
+    compute_s_per_token_hidden = 2.0 * matrices * expert_ffn_hidden / (peak_tflops * 1e12)
+    comm_s_per_token_hidden = element_bytes / (bandwidth_gb_s * 1e9)
+    return compute_s_per_token_hidden / comm_s_per_token_hidden

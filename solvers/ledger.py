@@ -1,0 +1,690 @@
+"""The ledger: from a step time to failures, checkpoints, schedule, energy, carbon, water and TCO.
+
+``compute_ledger`` takes the resolved inputs of one scenario (``LedgerInputs``; defaults come from
+``solvers.ledger_defaults`` and ``solvers.catalog.regions``) and returns the ``reliability``, ``schedule``,
+``energy``, ``carbon`` and ``tco`` sections of the report document (CONTRACT.md) with the conventions it
+used in ``assumptions``. Each figure is computed once, from the same inputs: the interval is optimised on
+the real checkpoint write time, the goodput that lengthens the schedule is the one that sets the energy
+and the bill.
+
+Per-layout inputs (``step_s``, ``gpu_busy_fraction``, ``tokens_per_step``) may be numpy arrays; every
+numeric output is then an array of their broadcast shape, otherwise a python float. Reliability and
+checkpoint figures do not depend on the layout and are broadcast for uniformity.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from solvers import checkpoint as ckpt
+from solvers import economics as econ
+from solvers import reliability as rel
+from solvers import sustainability as sus
+from solvers.errors import FieldError, ScenarioError, SolverInternalError
+from solvers.ledger_defaults import DEFAULTS, GOODPUT_LEDGERS, INTERVAL_METHODS, MTBF_CONVENTIONS
+
+Num: TypeAlias = float | npt.NDArray[np.float64]
+
+SECONDS_PER_HOUR = 3600.0
+HOURS_PER_DAY = 24.0
+
+
+@dataclass(frozen=True)
+class LedgerInputs:
+    # per-layout quantities: float or numpy float64 arrays, broadcastable together
+    step_s: Num
+    gpu_busy_fraction: Num  # compute_s / step_s in 0..1: GPU power between idle_fraction*TDP and TDP
+    tokens_per_step: Num  # global batch tokens per optimizer step
+    # cluster
+    gpus: int
+    gpus_per_node: int
+    accelerator_tdp_w: float
+    accelerator_unit_price_usd: float
+    accelerator_embodied_kgco2e: float
+    gpu_mttf_h: float
+    nic_mttf_h: float
+    psu_mttf_h: float
+    nics_per_node: int
+    psus_per_node: int
+    other_mttf_h: tuple[float, ...]
+    restart_s: float
+    storage_write_gb_s: float  # aggregate file-system cap, 1e9 B/s
+    storage_per_writer_gb_s: float  # per writing node, 1e9 B/s
+    host_w_per_node: float
+    idle_fraction: float
+    mtbf_convention: str
+    # model / training
+    params: float  # total parameters (MoE: all experts), for checkpoint size
+    optimizer: str  # "adam" | "sgd"
+    precision: str  # "bf16" | "fp16" | "fp8" | "fp32"
+    total_tokens: float | None
+    checkpoint_interval_h: float | None
+    checkpoint_writers: int | None
+    interval_method: str
+    goodput_ledger: str
+    # site
+    grid_gco2_per_kwh: float
+    pue: float
+    wue_l_per_kwh: float
+    electricity_usd_per_kwh: float
+    # economics
+    job_days: float | None
+    amortization_years: float
+    infra_multiplier: float
+    maintenance_per_year: float
+    cloud_usd_per_gpu_hour: float | None
+    embodied_lifetime_years: float
+
+
+@dataclass(frozen=True)
+class LedgerResult:
+    reliability: dict[str, Any]
+    schedule: dict[str, Any]
+    energy: dict[str, Any]
+    carbon: dict[str, Any]
+    tco: dict[str, Any]
+    assumptions: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+# Scenario-document path of every LedgerInputs field that the scenario (or a default) supplies; errors and
+# defaults are keyed by these paths.
+FIELD_PATHS: dict[str, str] = {
+    "gpus": "cluster.gpus",
+    "gpus_per_node": "cluster.gpus_per_node",
+    "accelerator_tdp_w": "cluster.accelerator.tdp_w",
+    "accelerator_unit_price_usd": "cluster.accelerator.unit_price_usd",
+    "accelerator_embodied_kgco2e": "cluster.accelerator.embodied_kgco2e",
+    "gpu_mttf_h": "cluster.reliability.gpu_mttf_h",
+    "nic_mttf_h": "cluster.reliability.nic_mttf_h",
+    "psu_mttf_h": "cluster.reliability.psu_mttf_h",
+    "nics_per_node": "cluster.reliability.nics_per_node",
+    "psus_per_node": "cluster.reliability.psus_per_node",
+    "other_mttf_h": "cluster.reliability.other_mttf_h",
+    "restart_s": "cluster.reliability.restart_s",
+    "mtbf_convention": "cluster.reliability.mtbf_convention",
+    "storage_write_gb_s": "cluster.storage.write_gb_s",
+    "storage_per_writer_gb_s": "cluster.storage.per_writer_gb_s",
+    "host_w_per_node": "cluster.power.host_w_per_node",
+    "idle_fraction": "cluster.power.idle_fraction",
+    "params": "model.params",
+    "optimizer": "training.optimizer",
+    "precision": "training.precision",
+    "total_tokens": "training.total_tokens",
+    "checkpoint_interval_h": "training.checkpoint.interval_h",
+    "checkpoint_writers": "training.checkpoint.writers",
+    "interval_method": "training.checkpoint.interval_method",
+    "goodput_ledger": "training.checkpoint.goodput_ledger",
+    "grid_gco2_per_kwh": "site.grid_gco2_per_kwh",
+    "pue": "site.pue",
+    "wue_l_per_kwh": "site.wue_l_per_kwh",
+    "electricity_usd_per_kwh": "site.electricity_usd_per_kwh",
+    "job_days": "economics.job_days",
+    "amortization_years": "economics.amortization_years",
+    "infra_multiplier": "economics.infra_multiplier",
+    "maintenance_per_year": "economics.maintenance_per_year",
+    "cloud_usd_per_gpu_hour": "economics.cloud_usd_per_gpu_hour",
+    "embodied_lifetime_years": "economics.embodied_lifetime_years",
+}
+
+
+def ledger_inputs_with_defaults(*, region: str | None = None, **given: Any) -> LedgerInputs:
+    """``LedgerInputs`` from the fields given, the rest from ``region`` and ``DEFAULTS``.
+
+    Order of precedence: a field given here, then the region's ``site.*`` value (``region`` or the
+    ``site.region`` default), then ``DEFAULTS``. ``nics_per_node`` left out means one NIC per GPU. Fields
+    without a default (the per-layout step figures, GPU count, accelerator data, ``params``, ``optimizer``,
+    ``precision``, ``total_tokens``, ``job_days``) must be given; ``total_tokens`` and ``job_days`` may be
+    ``None``.
+    Example: ``ledger_inputs_with_defaults(region="quebec", step_s=10.0, gpu_busy_fraction=0.8,
+    tokens_per_step=4e6, gpus=512, gpus_per_node=8, accelerator_tdp_w=700, accelerator_unit_price_usd=25e3,
+    accelerator_embodied_kgco2e=150, params=70.6e9, optimizer="adam", precision="bf16", total_tokens=None,
+    job_days=None)``.
+    """
+    from solvers.catalog.regions import REGIONS
+
+    region_key = region if region is not None else DEFAULTS["site.region"].value
+    site: dict[str, Any] = {}
+    if region_key is not None:
+        if region_key not in REGIONS:
+            raise ScenarioError.single("site.region", f"unknown region {region_key!r}")
+        site = REGIONS[str(region_key)]
+    values: dict[str, Any] = {}
+    for name, path in FIELD_PATHS.items():
+        if name in given:
+            values[name] = given[name]
+        elif path.startswith("site.") and path.removeprefix("site.") in site:
+            values[name] = site[path.removeprefix("site.")]
+        elif path in DEFAULTS:
+            values[name] = DEFAULTS[path].value
+    if values.get("nics_per_node") is None and "gpus_per_node" in values:
+        values["nics_per_node"] = values["gpus_per_node"]
+    values["other_mttf_h"] = tuple(values.get("other_mttf_h", ()))
+    for name in ("step_s", "gpu_busy_fraction", "tokens_per_step"):
+        if name in given:
+            values[name] = given[name]
+    unknown = set(given) - set(values)
+    if unknown:
+        raise ScenarioError.single("", f"unknown ledger input(s): {', '.join(sorted(unknown))}")
+    missing = [n for n in LedgerInputs.__dataclass_fields__ if n not in values]
+    if missing:
+        raise ScenarioError(
+            [FieldError(path=FIELD_PATHS.get(n, f"step.{n}"), message="is required") for n in missing]
+        )
+    return LedgerInputs(**values)
+
+
+def compute_ledger(inp: LedgerInputs) -> LedgerResult:
+    """Reliability, schedule, energy, carbon, water and TCO of one scenario over one or many layouts.
+
+    Equations (each in the module named): node MTBF in series and cluster MTBF = node / nodes
+    (``reliability``); checkpoint bytes and write time, Young or Daly interval (``checkpoint``); goodput
+    and lost-time split under the named ledger (``reliability.goodput_shares``); wall-clock = ideal /
+    goodput; IT energy from utilisation-scaled TDP plus host power, facility = IT x PUE, operational and
+    amortised embodied carbon, water = WUE x IT (``sustainability``); amortised capex, maintenance,
+    electricity, cloud alternative (``economics``).
+    Example: 512 H100, Llama-3-70B (70.6e9 params, Adam bf16), one writer at 7 GB/s, 30-day window:
+    node MTBF 4,285.71 h, cluster 66.96 h, checkpoint 988.4 GB written in 141.2 s, interval 2.27 h (daly)
+    or 2.29 h (young).
+    """
+    _validate(inp)
+    assumptions: list[dict[str, Any]] = []
+    warnings: list[str] = []
+
+    def note(key: str, value: object, unit: str, source: str) -> None:
+        assumptions.append({"key": key, "value": value, "unit": unit, "source": source})
+
+    step_s = np.asarray(inp.step_s, dtype=np.float64)
+    busy = np.asarray(inp.gpu_busy_fraction, dtype=np.float64)
+    tokens_per_step = np.asarray(inp.tokens_per_step, dtype=np.float64)
+    shape = np.broadcast_shapes(step_s.shape, busy.shape, tokens_per_step.shape)
+
+    scalar = shape == ()
+
+    def out(value: Num) -> Num:
+        if scalar:
+            number = float(value)
+            if not math.isfinite(number):
+                raise SolverInternalError("the ledger produced a non-finite number")
+            return number
+        array = np.broadcast_to(np.asarray(value, dtype=np.float64), shape)
+        if not np.isfinite(array).all():
+            raise SolverInternalError("the ledger produced a non-finite number")
+        return array.copy()
+
+    # --- reliability -------------------------------------------------------------------------------------
+    nodes = math.ceil(inp.gpus / inp.gpus_per_node)
+    node_mtbf_h = rel.node_mtbf_h(
+        gpus_per_node=inp.gpus_per_node,
+        gpu_mttf_h=inp.gpu_mttf_h,
+        nics_per_node=inp.nics_per_node,
+        nic_mttf_h=inp.nic_mttf_h,
+        psus_per_node=inp.psus_per_node,
+        psu_mttf_h=inp.psu_mttf_h,
+        other_mttf_h=inp.other_mttf_h,
+    )
+    node_series_mtbf_h = rel.cluster_mtbf_h(node_mtbf_h=node_mtbf_h, nodes=nodes)
+    gpu_only_mtbf_h = rel.gpu_only_cluster_mtbf_h(gpu_mttf_h=inp.gpu_mttf_h, gpus=inp.gpus)
+    if inp.mtbf_convention == "node_series":
+        cluster_mtbf_h = node_series_mtbf_h
+        note(
+            "reliability.mtbf_convention",
+            "node_series",
+            "",
+            f"node MTBF = 1/({inp.gpus_per_node}/{inp.gpu_mttf_h:g} + {inp.nics_per_node}/{inp.nic_mttf_h:g} + "
+            f"{inp.psus_per_node}/{inp.psu_mttf_h:g}"
+            + "".join(f" + 1/{m:g}" for m in inp.other_mttf_h)
+            + f") h, cluster MTBF = node MTBF / {nodes} nodes (components in series; seed 000 §3)",
+        )
+    else:
+        cluster_mtbf_h = gpu_only_mtbf_h
+        note(
+            "reliability.mtbf_convention",
+            "gpu_only",
+            "",
+            "cluster MTBF = GPU MTTF / GPUs: only GPUs fail (mlsysim tutorial 06 text, seed 000 §3); NICs, "
+            "PSUs and other parts are ignored, so this MTBF is optimistic",
+        )
+    mtbf_s = cluster_mtbf_h * SECONDS_PER_HOUR
+
+    bytes_per_param = ckpt.checkpoint_bytes_per_param(optimizer=inp.optimizer, precision=inp.precision)
+    checkpoint_bytes = ckpt.checkpoint_bytes(
+        params=inp.params, optimizer=inp.optimizer, precision=inp.precision
+    )
+    note("checkpoint.bytes_per_param", bytes_per_param, "B", ckpt.BYTES_PER_PARAM_NOTE)
+    if inp.checkpoint_writers is None:
+        writers = ckpt.default_checkpoint_writers(nodes=nodes)
+        note(
+            "checkpoint.writers",
+            writers,
+            "",
+            "one writer per node (default): every node writes its own shard of a sharded checkpoint "
+            "(PyTorch DCP, Megatron dist-ckpt); the file-system cap bounds the aggregate",
+        )
+    else:
+        writers = inp.checkpoint_writers
+        note("checkpoint.writers", writers, "", "training.checkpoint.writers as given")
+    write_gb_s = ckpt.checkpoint_write_bandwidth_gb_s(
+        writers=writers, per_writer_gb_s=inp.storage_per_writer_gb_s, storage_cap_gb_s=inp.storage_write_gb_s
+    )
+    write_s = checkpoint_bytes / (write_gb_s * 1e9)
+    note(
+        "checkpoint.write_bandwidth_gb_s",
+        write_gb_s,
+        "GB/s",
+        f"min({writers} writers x {inp.storage_per_writer_gb_s:g} GB/s, file-system cap "
+        f"{inp.storage_write_gb_s:g} GB/s) (mlsysim CheckpointModel, seed 000 §3.2)",
+    )
+
+    optimum_s = ckpt.optimal_interval_s(method=inp.interval_method, checkpoint_write_s=write_s, mtbf_s=mtbf_s)
+    if inp.checkpoint_interval_h is None:
+        interval_s = optimum_s
+        method_label = inp.interval_method
+        note(
+            "checkpoint.interval_method",
+            inp.interval_method,
+            "",
+            _INTERVAL_SOURCES[inp.interval_method] + "; evaluated on the real write time C, not a default",
+        )
+    else:
+        interval_s = inp.checkpoint_interval_h * SECONDS_PER_HOUR
+        method_label = "fixed"
+        note("checkpoint.interval_method", "fixed", "", "training.checkpoint.interval_h as given")
+        if interval_s < 0.5 * optimum_s or interval_s > 2.0 * optimum_s:
+            warnings.append(
+                f"checkpoint interval {inp.checkpoint_interval_h:g} h is outside 0.5x-2x of the "
+                f"{inp.interval_method} optimum {optimum_s / SECONDS_PER_HOUR:.3g} h: more time goes to "
+                + ("writes" if interval_s < optimum_s else "rework after failures")
+            )
+
+    shares = rel.goodput_shares(
+        ledger=inp.goodput_ledger,
+        interval_s=interval_s,
+        checkpoint_write_s=write_s,
+        restart_s=inp.restart_s,
+        mtbf_s=mtbf_s,
+    )
+    note("reliability.goodput_ledger", inp.goodput_ledger, "", _LEDGER_SOURCES[inp.goodput_ledger])
+    if shares.floored:
+        warnings.append(
+            f"goodput under the {inp.goodput_ledger} ledger is not positive (checkpoint writes and "
+            f"failures exceed the wall-clock time); floored at {rel.GOODPUT_FLOOR:g}"
+        )
+    elif shares.goodput < 0.5:
+        warnings.append(
+            f"goodput {shares.goodput:.3f}: more than half of the wall-clock time is lost to checkpoints "
+            "and failures; faster storage or fewer, more reliable nodes would pay"
+        )
+
+    # --- schedule ----------------------------------------------------------------------------------------
+    window_days: float | None = None
+    if inp.total_tokens is not None:
+        mode = "total_tokens"
+        steps = np.ceil(inp.total_tokens / tokens_per_step)
+        tokens = steps * tokens_per_step
+        ideal_s = steps * step_s
+        wall_s = ideal_s / shares.goodput
+        note(
+            "schedule.duration",
+            "total_tokens",
+            "",
+            "wall-clock = ceil(total_tokens / tokens per step) x step time / goodput",
+        )
+        if inp.job_days is not None:
+            window_days = inp.job_days
+            longest_days = float(np.max(wall_s)) / SECONDS_PER_HOUR / HOURS_PER_DAY
+            if longest_days > inp.job_days:
+                warnings.append(
+                    f"training.total_tokens needs {longest_days:.1f} wall-clock days, more than "
+                    f"economics.job_days = {inp.job_days:g}"
+                )
+    else:
+        if inp.job_days is not None:
+            mode = "job_days"
+            window_days = inp.job_days
+            note(
+                "schedule.duration",
+                "job_days",
+                "days",
+                "tokens delivered by economics.job_days of wall-clock",
+            )
+        else:
+            mode = "default_window"
+            window = DEFAULTS["economics.window_days"]
+            window_days = float(window.value)  # type: ignore[arg-type]
+            note(
+                "schedule.duration",
+                window_days,
+                "days",
+                "neither training.total_tokens nor economics.job_days given: time-based figures use a "
+                f"{window_days:g}-day window ({window.source})",
+            )
+        wall_s = np.full(shape, window_days * HOURS_PER_DAY * SECONDS_PER_HOUR)
+        ideal_s = wall_s * shares.goodput
+        steps = np.floor(ideal_s / step_s)
+        tokens = steps * tokens_per_step
+
+    wall_h = wall_s / SECONDS_PER_HOUR
+    wall_days = wall_h / HOURS_PER_DAY
+    lost_writes_h = wall_h * shares.checkpoint_writes
+    lost_rework_h = wall_h * shares.rework
+    lost_restarts_h = wall_h * shares.restarts
+    failures = wall_h / cluster_mtbf_h
+    checkpoints = wall_h * shares.goodput * SECONDS_PER_HOUR / interval_s
+
+    # --- energy, carbon, water ---------------------------------------------------------------------------
+    running_h = wall_h * (shares.goodput + shares.rework)
+    stalled_h = wall_h * (shares.checkpoint_writes + shares.restarts)
+    it_kwh = sus.it_energy_kwh(
+        gpus=inp.gpus,
+        nodes=nodes,
+        tdp_w=inp.accelerator_tdp_w,
+        busy_fraction=busy,
+        idle_fraction=inp.idle_fraction,
+        host_w_per_node=inp.host_w_per_node,
+        running_h=running_h,
+        stalled_h=stalled_h,
+    )
+    facility_kwh = sus.facility_energy_kwh(it_kwh=it_kwh, pue=inp.pue)
+    note(
+        "energy.power_model",
+        inp.idle_fraction,
+        "fraction of TDP",
+        "GPU power = TDP x (idle_fraction + (1 - idle_fraction) x gpu_busy_fraction) while stepping (useful "
+        "work and rework), TDP x idle_fraction during checkpoint writes and restarts, plus "
+        f"{inp.host_w_per_node:g} W per node for hosts over the whole wall-clock time; facility = IT x PUE",
+    )
+    operational = sus.operational_carbon_kgco2e(
+        facility_kwh=facility_kwh, grid_gco2_per_kwh=inp.grid_gco2_per_kwh
+    )
+    embodied = sus.embodied_carbon_kgco2e(
+        accelerators=inp.gpus,
+        embodied_kgco2e_per_accelerator=inp.accelerator_embodied_kgco2e,
+        duration_h=wall_h,
+        lifetime_years=inp.embodied_lifetime_years,
+    )
+    water = sus.water_l(it_kwh=it_kwh, wue_l_per_kwh=inp.wue_l_per_kwh)
+    note(
+        "carbon.embodied_amortisation",
+        inp.embodied_lifetime_years,
+        "years",
+        "accelerator embodied carbon amortised straight-line over its service life and charged for the "
+        "job's wall-clock time only (Gupta et al., ACT, ISCA 2022 §3); hosts, network and building excluded",
+    )
+    note(
+        "carbon.operational_basis",
+        inp.grid_gco2_per_kwh,
+        "gCO2e/kWh",
+        "location-based: facility kWh x grid intensity (GHG Protocol Scope 2 Guidance 2015)",
+    )
+    note(
+        "water.wue_basis",
+        "it_energy",
+        "",
+        "water = WUE x IT energy: The Green Grid WP#35 defines WUE per kWh of IT equipment energy "
+        "(mlsysim multiplies facility energy, i.e. x PUE more)",
+    )
+
+    # --- TCO ---------------------------------------------------------------------------------------------
+    capex_total = econ.capex_total_usd(
+        unit_price_usd=inp.accelerator_unit_price_usd, gpus=inp.gpus, infra_multiplier=inp.infra_multiplier
+    )
+    capex = econ.amortized_capex_usd(
+        capex_total_usd=capex_total, amortization_years=inp.amortization_years, duration_days=wall_days
+    )
+    maintenance = econ.maintenance_usd(
+        capex_total_usd=capex_total, maintenance_per_year=inp.maintenance_per_year, duration_days=wall_days
+    )
+    electricity = econ.electricity_usd(facility_kwh=facility_kwh, usd_per_kwh=inp.electricity_usd_per_kwh)
+    total = capex + maintenance + electricity
+    per_mtok = econ.usd_per_million_tokens(total_usd=total, tokens=tokens)
+    failure_share = shares.rework + shares.restarts
+    note(
+        "tco.capex_amortisation",
+        inp.amortization_years,
+        "years",
+        f"capex = unit price x {inp.gpus} GPUs x infra multiplier {inp.infra_multiplier:g}, straight-line over "
+        "amortization_years, charged for the wall-clock days / 365 (mlsysim EconomicsModel, seed 000 §5)",
+    )
+    note(
+        "tco.maintenance_basis",
+        inp.maintenance_per_year,
+        "fraction of capex per year",
+        "maintenance = full capex (with infra multiplier) x rate x days / 365 (mlsysim EconomicsModel)",
+    )
+    note(
+        "tco.failure_cost_basis",
+        "time_share",
+        "",
+        "failure_cost_usd = total x (rework + restarts) / wall-clock: the bill of the time failures take; "
+        "checkpoint_cost_usd likewise for checkpoint writes",
+    )
+    cloud: Num | None = None
+    if inp.cloud_usd_per_gpu_hour is not None:
+        cloud = econ.cloud_usd(gpus=inp.gpus, duration_h=wall_h, usd_per_gpu_hour=inp.cloud_usd_per_gpu_hour)
+        note(
+            "tco.cloud_basis",
+            inp.cloud_usd_per_gpu_hour,
+            "USD/GPU-h",
+            "cloud alternative = GPUs x the same wall-clock hours x $/GPU-hour",
+        )
+
+    reliability = {
+        "nodes": nodes,
+        "node_mtbf_h": out(node_mtbf_h),
+        "cluster_mtbf_h": out(cluster_mtbf_h),
+        "mtbf_convention": inp.mtbf_convention,
+        "node_series_cluster_mtbf_h": out(node_series_mtbf_h),
+        "gpu_only_cluster_mtbf_h": out(gpu_only_mtbf_h),
+        "expected_failures": out(failures),
+        "checkpoint_bytes": out(checkpoint_bytes),
+        "checkpoint_bytes_per_param": bytes_per_param,
+        "checkpoint_writers": writers,
+        "checkpoint_write_gb_s": out(write_gb_s),
+        "checkpoint_write_s": out(write_s),
+        "checkpoint_interval_h": out(interval_s / SECONDS_PER_HOUR),
+        "checkpoint_interval_method": method_label,
+        "optimal_interval_h": out(optimum_s / SECONDS_PER_HOUR),
+        "checkpoints": out(checkpoints),
+        "lost_h": {
+            "checkpoint_writes": out(lost_writes_h),
+            "rework": out(lost_rework_h),
+            "restarts": out(lost_restarts_h),
+        },
+        "goodput": out(shares.goodput),
+        "goodput_ledger": inp.goodput_ledger,
+    }
+    schedule = {
+        "mode": mode,
+        "ideal_days": out(ideal_s / SECONDS_PER_HOUR / HOURS_PER_DAY),
+        "wall_clock_days": out(wall_days),
+        "steps": out(steps),
+        "tokens": out(tokens),
+        "window_days": window_days,
+    }
+    energy = {
+        "it_kwh": out(it_kwh),
+        "facility_kwh": out(facility_kwh),
+        "mean_it_power_kw": out(it_kwh / wall_h),
+    }
+    carbon = {
+        "operational_kgco2e": out(operational),
+        "embodied_kgco2e": out(embodied),
+        "total_kgco2e": out(operational + embodied),
+        "water_l": out(water),
+    }
+    tco = {
+        "capex_usd": out(capex),
+        "maintenance_usd": out(maintenance),
+        "electricity_usd": out(electricity),
+        "total_usd": out(total),
+        "usd_per_million_tokens": out(per_mtok),
+        "cloud_usd": None if cloud is None else out(cloud),
+        "failure_cost_usd": out(total * failure_share),
+        "checkpoint_cost_usd": out(total * shares.checkpoint_writes),
+        "capex_share": out(capex / total) if np.all(np.asarray(total) > 0) else out(0.0),
+        "capex_total_usd": out(capex_total),
+    }
+    return LedgerResult(
+        reliability=reliability,
+        schedule=schedule,
+        energy=energy,
+        carbon=carbon,
+        tco=tco,
+        assumptions=assumptions,
+        warnings=warnings,
+    )
+
+
+_INTERVAL_SOURCES = {
+    "young": "Young 1974 (CACM 17(9)): T = sqrt(2 C M)",
+    "daly": "Daly 2006 (FGCS 22(3)) eq. 37: T = sqrt(2CM)[1 + sqrt(C/2M)/3 + (C/2M)/9] - C for C < 2M, else M",
+    "exact": "exact optimum of the expected_loss renewal model (Daly 2006 §3): T = M (1 + W0(-e^(-1-C/M)))",
+}
+_LEDGER_SOURCES = {
+    "expected_loss": "Daly 2006 §3 renewal model with exponential failures: goodput = T / (M e^(R/M) "
+    "(e^((T+C)/M) - 1)); lost time split exactly into checkpoint writes, rework and restarts",
+    "sec5_writes_half_interval": "mlsysim tutorial §5 ledger (seed 000 §3.3): lost = writes + failures x T/2, "
+    "no restart term; goodput = 1 - C/T - T/(2M)",
+    "mlsysim_goodput_ratio": "mlsysim ReliabilityResult.goodput_ratio (seed 000 §3.3): 1 - C/T - R/MTBF; "
+    "rework after a failure is not counted",
+}
+
+
+def _validate(inp: LedgerInputs) -> None:
+    errors: list[FieldError] = []
+
+    def need(ok: bool, path: str, rule: str) -> None:
+        if not ok:
+            errors.append(FieldError(path=path, message=rule))
+
+    def finite(value: float) -> bool:
+        return isinstance(value, int | float | np.number) and math.isfinite(value)
+
+    def positive(value: float | None) -> bool:
+        return value is not None and finite(value) and value > 0
+
+    def nonnegative(value: float | None) -> bool:
+        return value is not None and finite(value) and value >= 0
+
+    def integer(value: object, lowest: int) -> bool:
+        return isinstance(value, int | np.integer) and not isinstance(value, bool) and bool(value >= lowest)
+
+    for name, path in (("step_s", "step.step_s"), ("tokens_per_step", "training.global_batch_tokens")):
+        value = getattr(inp, name)
+        if np.ndim(value) == 0:
+            need(positive(float(value)), path, "must be positive and finite")
+        else:
+            array = np.asarray(value, dtype=np.float64)
+            need(bool(np.isfinite(array).all() and (array > 0).all()), path, "must be positive and finite")
+    busy = inp.gpu_busy_fraction
+    if np.ndim(busy) == 0:
+        need(
+            finite(float(busy)) and 0 <= float(busy) <= 1,
+            "step.gpu_busy_fraction",
+            "must be a fraction in 0..1",
+        )
+    else:
+        array = np.asarray(busy, dtype=np.float64)
+        need(
+            bool(np.isfinite(array).all() and ((array >= 0) & (array <= 1)).all()),
+            "step.gpu_busy_fraction",
+            "must be a fraction in 0..1",
+        )
+    try:
+        np.broadcast_shapes(
+            np.shape(inp.step_s), np.shape(inp.gpu_busy_fraction), np.shape(inp.tokens_per_step)
+        )
+    except ValueError:
+        errors.append(FieldError("step", "per-layout arrays must broadcast together"))
+
+    need(integer(inp.gpus, 1), "cluster.gpus", "must be an integer >= 1")
+    need(
+        integer(inp.gpus_per_node, 1),
+        "cluster.gpus_per_node",
+        "must be an integer >= 1",
+    )
+    need(positive(inp.accelerator_tdp_w), "cluster.accelerator.tdp_w", "must be positive")
+    need(nonnegative(inp.accelerator_unit_price_usd), "cluster.accelerator.unit_price_usd", "must be >= 0")
+    need(nonnegative(inp.accelerator_embodied_kgco2e), "cluster.accelerator.embodied_kgco2e", "must be >= 0")
+    for name in ("gpu_mttf_h", "nic_mttf_h", "psu_mttf_h"):
+        need(positive(getattr(inp, name)), f"cluster.reliability.{name}", "must be positive")
+    for i, mttf in enumerate(inp.other_mttf_h):
+        need(positive(mttf), f"cluster.reliability.other_mttf_h[{i}]", "must be positive")
+    need(
+        integer(inp.nics_per_node, 0),
+        "cluster.reliability.nics_per_node",
+        "must be an integer >= 0",
+    )
+    need(
+        integer(inp.psus_per_node, 0),
+        "cluster.reliability.psus_per_node",
+        "must be an integer >= 0",
+    )
+    need(nonnegative(inp.restart_s), "cluster.reliability.restart_s", "must be >= 0")
+    need(positive(inp.storage_write_gb_s), "cluster.storage.write_gb_s", "must be positive")
+    need(positive(inp.storage_per_writer_gb_s), "cluster.storage.per_writer_gb_s", "must be positive")
+    need(nonnegative(inp.host_w_per_node), "cluster.power.host_w_per_node", "must be >= 0")
+    need(
+        finite(inp.idle_fraction) and 0 <= inp.idle_fraction <= 1,
+        "cluster.power.idle_fraction",
+        "must be a fraction in 0..1",
+    )
+    need(
+        inp.mtbf_convention in MTBF_CONVENTIONS,
+        "cluster.reliability.mtbf_convention",
+        f"must be one of {', '.join(MTBF_CONVENTIONS)}",
+    )
+    need(positive(inp.params), "model.params", "must be positive")
+    need(
+        inp.optimizer in ckpt.OPTIMIZERS, "training.optimizer", f"must be one of {', '.join(ckpt.OPTIMIZERS)}"
+    )
+    need(
+        inp.precision in ckpt.PRECISIONS, "training.precision", f"must be one of {', '.join(ckpt.PRECISIONS)}"
+    )
+    need(
+        inp.total_tokens is None or positive(inp.total_tokens),
+        "training.total_tokens",
+        "must be positive when given",
+    )
+    need(
+        inp.checkpoint_interval_h is None or positive(inp.checkpoint_interval_h),
+        "training.checkpoint.interval_h",
+        "must be positive when given",
+    )
+    need(
+        inp.checkpoint_writers is None or integer(inp.checkpoint_writers, 1),
+        "training.checkpoint.writers",
+        "must be an integer >= 1 when given",
+    )
+    need(
+        inp.interval_method in INTERVAL_METHODS,
+        "training.checkpoint.interval_method",
+        f"must be one of {', '.join(INTERVAL_METHODS)}",
+    )
+    need(
+        inp.goodput_ledger in GOODPUT_LEDGERS,
+        "training.checkpoint.goodput_ledger",
+        f"must be one of {', '.join(GOODPUT_LEDGERS)}",
+    )
+    need(nonnegative(inp.grid_gco2_per_kwh), "site.grid_gco2_per_kwh", "must be >= 0")
+    need(finite(inp.pue) and inp.pue >= 1.0, "site.pue", "must be >= 1.0 (facility energy includes IT)")
+    need(nonnegative(inp.wue_l_per_kwh), "site.wue_l_per_kwh", "must be >= 0")
+    need(nonnegative(inp.electricity_usd_per_kwh), "site.electricity_usd_per_kwh", "must be >= 0")
+    need(inp.job_days is None or positive(inp.job_days), "economics.job_days", "must be positive when given")
+    need(positive(inp.amortization_years), "economics.amortization_years", "must be positive")
+    need(nonnegative(inp.infra_multiplier), "economics.infra_multiplier", "must be >= 0")
+    need(nonnegative(inp.maintenance_per_year), "economics.maintenance_per_year", "must be >= 0")
+    need(
+        inp.cloud_usd_per_gpu_hour is None or nonnegative(inp.cloud_usd_per_gpu_hour),
+        "economics.cloud_usd_per_gpu_hour",
+        "must be >= 0 when given",
+    )
+    need(positive(inp.embodied_lifetime_years), "economics.embodied_lifetime_years", "must be positive")
+    if errors:
+        raise ScenarioError(errors)

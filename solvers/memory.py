@@ -1,0 +1,230 @@
+"""Memory per GPU: weights, gradients, optimizer state and activations, and whether they fit in HBM.
+
+Model state (Rajbhandari et al., 'ZeRO', SC'20 §3.1 and Figure 1): mixed-precision Adam keeps 2 bytes of
+16-bit weights, 2 bytes of 16-bit gradients and K = 12 bytes of optimizer state (FP32 master weights,
+momentum and variance) per parameter: 16 bytes in all. ZeRO stage 1 shards the optimizer state over the
+data-parallel group, stage 2 also the gradients, stage 3 (FSDP) also the weights. Conventions chosen here:
+
+* gradients are kept in FP32 (4 bytes) when they are reduce-scattered in FP32 (Llama 3 §3.3.2), else in the
+  weight dtype;
+* FP8 training stores 16-bit weights and gradients (the FP8 copies are transient casts; DeepSeek-V3 §3.3);
+* FP32 training: 4-byte weights and gradients, Adam 8 bytes (no master copy), SGD-momentum 4;
+* mixed-precision SGD with momentum keeps FP32 master weights and momentum: 8 bytes;
+* the sharding group is ``dp * cp`` for dense parameters (context-parallel ranks hold the same weights,
+  Megatron-LM) and the expert-data-parallel group ``tp*cp*dp / (ep*expert_tp)`` for routed experts;
+* ZeRO-3 holds the gathered weights of two layers at a time (the one computing and the one prefetched);
+* DualPipe holds two stages' parameters (DeepSeek-V3 Table 2), doubling weights, gradients and optimizer.
+
+Activations follow Korthikanti et al., 'Reducing Activation Recomputation in Large Transformer Models'
+(MLSys 2023, arXiv 2205.05198) §4, per layer and token in bytes (16-bit), generalised to grouped-query
+attention and gated MLPs:
+
+* replicated across tensor ranks unless sequence parallelism splits them: ``10 h`` (two layer-norm inputs
+  4h, QKV and MLP inputs 2h + 2h, two dropout masks h + h);
+* split over tensor ranks: attention ``4h + 4h * kv/a`` (Q, K, V, projection input; ``8h`` with
+  ``kv = a``), MLP ``4f`` (GELU in and out) or ``6f`` (gate, up and product of a gated MLP); with ``f = 4h``
+  and ``kv = a`` this is Korthikanti's ``24 h``;
+* attention scores ``5 a s`` per token (softmax output, dropout mask and output), split over tensor ranks,
+  kept only without recompute.
+
+So ``none`` = ``s b h (34 + 5 a s / h)`` for GPT-3 shapes without parallelism (Korthikanti eq. 1),
+``selective`` drops the score term (eq. 5, what fused attention kernels achieve), ``full`` keeps only each
+layer's ``2 h`` input plus one layer's working set during its recomputation (§5). Routed-expert MLPs store,
+per token, ``top_k`` dispatched inputs ``2h`` and ``top_k`` expert activations, split over ``expert_tp``.
+Not counted: framework buffers, the output-layer logits on the last stage, fragmentation; the busiest
+stage for memory is the first, which holds the most microbatches in flight.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solvers.compute import Num, constant_like, expert_params, logical_not, maximum, minimum, where
+from solvers.specs import ModelSpec
+
+ADAM_STATE_BYTES_MIXED = 12.0
+ADAM_STATE_BYTES_FP32 = 8.0
+SGD_STATE_BYTES_MIXED = 8.0
+SGD_STATE_BYTES_FP32 = 4.0
+
+
+def weight_bytes_per_param(*, precision: str) -> float:
+    """Bytes of the stored training weights: 4 in FP32 training, else 2 (BF16/FP16, and FP8's BF16 copy)."""
+    return 4.0 if precision == "fp32" else 2.0
+
+
+def optimizer_bytes_per_param(*, optimizer: str, precision: str) -> float:
+    """Optimizer state per parameter (ZeRO §3.1: K = 12 for mixed-precision Adam)."""
+    if optimizer == "sgd":
+        return SGD_STATE_BYTES_FP32 if precision == "fp32" else SGD_STATE_BYTES_MIXED
+    return ADAM_STATE_BYTES_FP32 if precision == "fp32" else ADAM_STATE_BYTES_MIXED
+
+
+def model_state_bytes(
+    *,
+    dense_params_per_gpu: Num,
+    expert_params_per_gpu: Num,
+    dense_shard: Num,
+    expert_shard: Num,
+    zero_stage: Num,
+    grad_reduce_fp32: Num,
+    precision: str,
+    optimizer: str,
+    copies: Num,
+    layers_on_stage: Num,
+) -> tuple[Num, Num, Num]:
+    """Weights, gradients and optimizer bytes per GPU under a ZeRO stage (Rajbhandari et al. 2020 Fig. 1).
+
+    Example: Llama 3 405B at TP8/PP16 (3.16e9 parameters per GPU), DP 128, ZeRO-1, BF16 gradients:
+    weights 6.33 GB, gradients 6.33 GB, optimizer 12 x 3.16e9 / 128 = 0.30 GB.
+    """
+    w_b = weight_bytes_per_param(precision=precision)
+    g_b = where(grad_reduce_fp32, 4.0, w_b)
+    o_b = optimizer_bytes_per_param(optimizer=optimizer, precision=precision)
+    dense_n = 1.0 * maximum(dense_shard, 1)
+    expert_n = 1.0 * maximum(expert_shard, 1)
+    total = dense_params_per_gpu + expert_params_per_gpu
+    sharded = dense_params_per_gpu / dense_n + expert_params_per_gpu / expert_n
+    # ZeRO-3 keeps the gathered weights of the layer being computed and the one being prefetched.
+    working = 2.0 * total / maximum(layers_on_stage, 1)
+    weights = where(zero_stage >= 3, sharded + minimum(working, total - sharded), total) * w_b
+    grads = where(zero_stage >= 2, sharded, total) * g_b
+    optim = where(zero_stage >= 1, sharded, total) * o_b
+    return weights * copies, grads * copies, optim * copies
+
+
+def activation_bytes_per_token_layer(
+    *,
+    model: ModelSpec,
+    seq_len: int,
+    tp: Num,
+    expert_tp: Num,
+    sequence_parallel: Num,
+    recompute: Num,
+    moe_layer: bool,
+) -> Num:
+    """Activation bytes stored per token per layer on one GPU (Korthikanti et al. 2022 §4, generalised).
+
+    Example: GPT-3 175B (h = 12,288, a = 96, s = 2,048), TP 8 with sequence parallelism, no recompute:
+    (34 + 5 x 96 x 2,048 / 12,288) x 12,288 / 8 = 175,104 bytes per token per layer.
+    """
+    h = float(model.hidden)
+    a = float(model.heads)
+    t = 1.0 * tp
+    kv_share = float(model.kv_heads) / a
+    replicated = 10.0 * h
+    attention_split = 4.0 * h + 4.0 * h * kv_share
+    scores = 5.0 * a * float(seq_len)
+    per_mlp = 6.0 if model.gated_mlp else 4.0
+    if moe_layer and model.moe is not None:
+        moe = model.moe
+        f_e = float(moe.expert_ffn_hidden)
+        routed = moe.top_k * (2.0 * h + per_mlp * f_e) + moe.shared_experts * per_mlp * f_e
+        mlp_part = routed / maximum(expert_tp, 1)
+    else:
+        mlp_part = per_mlp * float(model.ffn_hidden) / t
+    rep = where(sequence_parallel, replicated / t, replicated)
+    selective = rep + attention_split / t + mlp_part
+    none = selective + scores / t
+    full_input = where(sequence_parallel, 2.0 * h / t, 2.0 * h)
+    return where(recompute == 0, none, where(recompute == 1, selective, full_input))
+
+
+def activation_bytes(
+    *,
+    model: ModelSpec,
+    seq_len: int,
+    microbatch_tokens: Num,
+    tp: Num,
+    expert_tp: Num,
+    sequence_parallel: Num,
+    recompute: Num,
+    layers_on_stage: Num,
+    in_flight: Num,
+    scores: Num = True,
+) -> Num:
+    """Activation bytes on the busiest-memory stage: in-flight microbatches x layers x per-layer bytes.
+
+    ``microbatch_tokens`` is the tokens one GPU sees per microbatch (``b s / cp``). With full recompute one
+    layer's complete activations are added once (the layer being recomputed; its score matrix only when
+    ``scores`` is materialised). MoE layers are counted in
+    proportion ``moe_layers / layers``.
+    Example: Llama 3 405B, TP8 + SP, selective, b = 1, s = 8,192, 8 layers, 16 in flight: 69,120 B per
+    token-layer x 8,192 x 8 x 16 = 72.5 GB.
+    """
+    moe_share = 0.0 if model.moe is None else model.moe.moe_layers / model.layers
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "seq_len": seq_len,
+        "tp": tp,
+        "expert_tp": expert_tp,
+        "sequence_parallel": sequence_parallel,
+    }
+    dense = activation_bytes_per_token_layer(recompute=recompute, moe_layer=False, **kwargs)
+    per_token_layer = dense
+    if moe_share > 0.0:
+        moe = activation_bytes_per_token_layer(recompute=recompute, moe_layer=True, **kwargs)
+        per_token_layer = (1.0 - moe_share) * dense + moe_share * moe
+    stored = in_flight * layers_on_stage * microbatch_tokens * per_token_layer
+    working = activation_bytes_per_token_layer(
+        recompute=where(scores, 0, 1), moe_layer=moe_share > 0.5, **kwargs
+    )
+    return stored + where(recompute == 2, working * microbatch_tokens, 0.0)
+
+
+def scores_materialised(*, recompute: Num, fused_attention: bool | None) -> Num:
+    """Whether the ``s x s`` attention scores go through HBM.
+
+    ``fused_attention`` None follows Korthikanti et al. 2022: their selective recompute is exactly what fused
+    (FlashAttention-style, Dao et al. 2022) kernels do, so ``selective`` is fused and ``none``/``full`` are
+    not; True or False applies to every policy. Example: recompute full, fused None -> True.
+    """
+    if fused_attention is None:
+        return recompute != 1
+    return constant_like(not fused_attention, recompute)
+
+
+def memory_policy(*, recompute: Num, fused_attention: bool | None) -> Num:
+    """The recompute code whose stored activations apply: ``none`` with fused attention stores what
+    ``selective`` stores (no score matrix). Example: (0, True) -> 1; (0, None) -> 0; (2, any) -> 2."""
+    fused_none = (recompute == 0) & logical_not(
+        scores_materialised(recompute=recompute, fused_attention=fused_attention)
+    )
+    return where(fused_none, 1, recompute)
+
+
+def activation_traffic_bytes_per_token_layer(
+    *,
+    model: ModelSpec,
+    seq_len: int,
+    tp: Num,
+    expert_tp: Num,
+    sequence_parallel: Num,
+    scores: Num,
+) -> Num:
+    """Activation bytes per token per layer that elementwise kernels move through HBM (one pass).
+
+    The tensors Korthikanti et al. count, whether stored or recomputed: the ``none`` set, without the
+    attention scores unless they are materialised (``scores``). MoE layers weighted by ``moe_layers / layers``.
+    Example: Llama 3 405B, TP8 + SP, fused attention: 69,120 bytes.
+    """
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "seq_len": seq_len,
+        "tp": tp,
+        "expert_tp": expert_tp,
+        "sequence_parallel": sequence_parallel,
+        "recompute": where(scores, 0, 1),
+    }
+    dense = activation_bytes_per_token_layer(moe_layer=False, **kwargs)
+    if model.moe is None:
+        return dense
+    share = model.moe.moe_layers / model.layers
+    moe = activation_bytes_per_token_layer(moe_layer=True, **kwargs)
+    return (1.0 - share) * dense + share * moe
+
+
+def dense_and_expert_params(*, model: ModelSpec) -> tuple[float, float]:
+    """(dense, routed-expert) parameters of the whole model; dense includes embeddings and shared experts."""
+    experts = expert_params(model=model)
+    return model.params - experts, experts

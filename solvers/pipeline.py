@@ -1,0 +1,121 @@
+"""Pipeline schedules: bubble time and microbatches in flight (the activation-memory consequence).
+
+Codes follow ``solvers.specs.SCHEDULES``: 0 gpipe, 1 1f1b, 2 interleaved, 3 zero_bubble, 4 dualpipe.
+``p`` is the pipeline depth, ``m`` the microbatches per replica per step, ``v`` the virtual stages per GPU,
+``t_mb`` the compute time of one microbatch on the busiest stage (forward + backward, recompute included),
+so the ideal step is ``m * t_mb``. The bubble is the idle time on top of it; the contract's
+``bubble_fraction = bubble / (m t_mb + bubble)``.
+
+==============  ======================================  ===========================  =========================
+schedule        bubble time                             in flight (first stage)      source
+==============  ======================================  ===========================  =========================
+gpipe           (p-1) t_mb                              m                            Huang et al. 2019 §2.3
+1f1b            (p-1) t_mb                              min(m, p)                    Narayanan et al. SC'21 §2.2.1
+interleaved     (p-1) t_mb / v                          min(m, p)(1 + (p-1)/(p v))   SC'21 §2.2.2; Korthikanti
+                                                                                     et al. 2022 §4.2.3
+zero_bubble     (p-1)(F + B - W)                        min(m, p)                    Qi et al. ICLR'24 §3 ZB-H1
+dualpipe        (p/2-1)(F&B + B_full - 3W)              min(m, p+1), 2x parameters   DeepSeek-V3 §3.2.1 Table 2
+==============  ======================================  ===========================  =========================
+
+GPipe and 1F1B have the same bubble, ``(p-1)/(m+p-1)`` of the step: 1F1B only bounds the memory. Interleaving
+divides the bubble by ``v`` (SC'21: fraction ``(p-1)/(v m)`` of the ideal time). For the zero-bubble and
+DualPipe rows the backward pass is split into the input gradient ``B`` and the weight gradient ``W``
+(``B_full = B + W``), each taken equal to a forward ``F``, so ``t_mb = F + B + W = 3F`` plus any recompute,
+which lengthens ``B`` (Qi et al. 2024 §2: T_F ~ T_B ~ T_W). ZB-H1 (the zero-bubble schedule with 1F1B's
+memory) leaves ``(p-1)(F+B-W) = (p-1) F``: a third of 1F1B's bubble. DualPipe overlaps a forward and a
+backward chunk (``F&B = F + B_full`` when compute-bound) and runs ``p/2 - 1`` bubbles from both ends:
+``(p/2-1)(F + 2 B_full - 3W) = (p-2) F``; it needs twice the parameters (DeepSeek-V3 Table 2;
+MegaScale-MoE §8). Worked example: p = 16, m = 128, t_mb = 3 (F = 1): 1F1B 45 (fraction 10.5%),
+interleaved v = 2 22.5 (5.5%), ZB-H1 15 (3.8%), DualPipe 14 (3.5%).
+"""
+
+from __future__ import annotations
+
+from solvers.compute import Num, maximum, minimum, where
+from solvers.specs import SCHEDULE_CODE
+
+GPIPE = SCHEDULE_CODE["gpipe"]
+ONE_F_ONE_B = SCHEDULE_CODE["1f1b"]
+INTERLEAVED = SCHEDULE_CODE["interleaved"]
+ZERO_BUBBLE = SCHEDULE_CODE["zero_bubble"]
+DUALPIPE = SCHEDULE_CODE["dualpipe"]
+
+
+def bubble_s(
+    *,
+    schedule: Num,
+    pp: Num,
+    microbatches: Num,
+    virtual_stages: Num,
+    microbatch_s: Num,
+    recompute_forward_share: Num = 0.0,
+) -> Num:
+    """Idle time per step on the busiest stage, by schedule (table in the module docstring).
+
+    ``recompute_forward_share`` is the recomputed forward work per microbatch in units of one forward
+    (1 for full recompute, ~0 for none); it lengthens the input-gradient phase ``B`` of the zero-bubble and
+    DualPipe formulas. Example: 1F1B, p = 16, t_mb = 0.3 s -> 15 x 0.3 = 4.5 s whatever m is.
+    """
+    p = 1.0 * pp
+    v = 1.0 * maximum(virtual_stages, 1)
+    # Phases in units of one forward F: B (input gradient) = 1 + recompute, W (weight gradient) = 1.
+    unit_b = 1.0 + recompute_forward_share
+    per_mb_units = 1.0 + unit_b + 1.0
+    forward_s = microbatch_s / per_mb_units
+    plain = (p - 1.0) * microbatch_s
+    interleaved = plain / v
+    zero_bubble = (p - 1.0) * (1.0 + unit_b - 1.0) * forward_s
+    # F&B = F + B_full; B_full = B + W; (p/2 - 1)(F&B + B_full - 3W).
+    b_full = unit_b + 1.0
+    dualpipe = maximum(p / 2.0 - 1.0, 0.0) * (1.0 + b_full + b_full - 3.0) * forward_s
+    out = where(
+        schedule == INTERLEAVED,
+        interleaved,
+        where(schedule == ZERO_BUBBLE, zero_bubble, where(schedule == DUALPIPE, dualpipe, plain)),
+    )
+    return where((p > 1.0) & (microbatches > 0), out, 0.0)
+
+
+def bubble_fraction(*, bubble_s: Num, compute_s: Num) -> Num:
+    """``bubble / (compute + bubble)``; for gpipe and 1f1b this is ``(p-1)/(m+p-1)`` (CONTRACT.md v1).
+
+    Example: p = 16, m = 16 -> 15/31 = 48.4%.
+    """
+    total = compute_s + bubble_s
+    return where(total > 0.0, bubble_s / where(total > 0.0, total, 1.0), 0.0)
+
+
+def microbatches_in_flight(*, schedule: Num, pp: Num, microbatches: Num, virtual_stages: Num) -> Num:
+    """Microbatches whose activations the first (busiest-memory) stage holds at its peak.
+
+    GPipe stores all ``m`` forwards before any backward; 1F1B and ZB-H1 at most ``p``; interleaved 1F1B holds
+    ``p (1 + (p-1)/(p v))`` microbatches' worth of its stage (Korthikanti et al. 2022 §4.2.3); DualPipe
+    ``p + 1`` (DeepSeek-V3 Table 2). Without a pipeline a step holds one microbatch at a time (gradient
+    accumulation), except GPipe, which by definition runs all forwards first.
+    Example: p = 16, m = 64, v = 2: interleaved 16 x (1 + 15/32) = 23.5.
+    """
+    p = 1.0 * pp
+    m = 1.0 * microbatches
+    v = 1.0 * maximum(virtual_stages, 1)
+    depth = minimum(m, p)
+    interleaved = depth * (1.0 + (p - 1.0) / (p * v))
+    dualpipe = minimum(m, p + 1.0)
+    out = where(
+        schedule == GPIPE,
+        m,
+        where(schedule == INTERLEAVED, interleaved, where(schedule == DUALPIPE, dualpipe, depth)),
+    )
+    return where((p > 1.0) | (schedule == GPIPE), out, 1.0)
+
+
+def parameter_copies(*, schedule: Num) -> Num:
+    """Copies of a stage's parameters each GPU holds: 2 for DualPipe (DeepSeek-V3 Table 2), else 1."""
+    return where(schedule == DUALPIPE, 2.0, 1.0)
+
+
+def pipeline_sends_per_microbatch(*, schedule: Num, virtual_stages: Num) -> Num:
+    """Stage-boundary crossings per microbatch per direction on one GPU: ``v`` for interleaved, else 1.
+
+    Interleaving multiplies pipeline traffic by ``v`` (Narayanan et al. SC'21 §2.2.2).
+    """
+    return where(schedule == INTERLEAVED, 1.0 * maximum(virtual_stages, 1), 1.0)

@@ -1,0 +1,277 @@
+"""Scenario document -> report document (CONTRACT.md v1).
+
+``solve`` resolves the scenario (``solvers.schema``), checks the layout with the engine's rules, evaluates the
+step (``solvers.engine``), runs the reliability / schedule / energy / carbon / TCO ledger
+(``solvers.ledger.compute_ledger``) on that step, and composes one report: layout, step, traffic and memory
+from ``StepColumns.row(i)``; reliability, schedule, energy, carbon and tco from the ledger; the assumptions
+ledger of all three; warnings (a plan that does not fit in memory is a warning, not an error).
+
+``input_hash`` is ``canonical_hash`` of the resolved scenario document, which the report also carries under
+``scenario``. A report never holds NaN or infinity: one would be a solver bug and raises
+``SolverInternalError``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from solvers.canonical import canonical_hash
+from solvers.errors import FieldError, ScenarioError, SolverInternalError
+from solvers.schema import SCHEMA_VERSION, Resolved, layout_from_batch, resolve
+from solvers.specs import LayoutBatch
+
+# Changes whenever any number that a given input produces changes (see the CHANGELOG, "solver changes").
+SOLVER_VERSION = "1.0.0"
+
+DIMS: tuple[str, ...] = ("tp", "cp", "pp", "dp", "ep")
+_GB = 1e9
+
+
+def reason_to_error(reason: str) -> FieldError:
+    """An engine rule text ``"path: message"`` as a FieldError (the whole text when it has no path)."""
+    path, sep, message = reason.partition(": ")
+    if sep and path and " " not in path:
+        return FieldError(path=path, message=message)
+    return FieldError(path="training.layout", message=reason)
+
+
+def take(batch: LayoutBatch, index: np.ndarray) -> LayoutBatch:
+    """The layouts of ``batch`` at ``index`` (an integer array), as a new LayoutBatch."""
+    return LayoutBatch(**{f.name: getattr(batch, f.name)[index] for f in dataclasses.fields(batch)})
+
+
+def _pick_layout(resolved: Resolved) -> tuple[LayoutBatch, Any, int, dict[str, Any] | None]:
+    """Check and evaluate the scenario's layouts; returns (layouts, columns, chosen row, search summary).
+
+    One layout: the engine's first broken rule is a ``ScenarioError`` naming its field. ``layout: auto``:
+    ``solvers.search`` enumerates and evaluates every candidate with the same vectorised engine and the
+    fastest layout that fits in memory is reported; the summary counts rejections by rule.
+    """
+    from solvers import engine
+
+    model, cluster, training = resolved.model, resolved.cluster, resolved.training
+    if not resolved.layout_auto:
+        ok, reasons = engine.check_layouts(
+            model=model, cluster=cluster, training=training, layouts=resolved.layouts
+        )
+        if not bool(ok[0]):
+            raise ScenarioError([reason_to_error(reasons[0] or "training.layout: invalid layout")])
+        columns = engine.evaluate(model=model, cluster=cluster, training=training, layouts=resolved.layouts)
+        return resolved.layouts, columns, 0, None
+
+    from solvers.search import search_resolved
+
+    result = search_resolved(resolved)  # raises ScenarioError naming the rule when nothing is feasible
+    best = take(result.layouts, np.array([0]))
+    columns = engine.evaluate(model=model, cluster=cluster, training=training, layouts=best)
+    summary = {
+        "objective": result.objective,
+        "candidates": result.candidates,
+        "evaluated": result.evaluated,
+        "feasible": result.feasible,
+        "rejected": result.rejected,
+        "elapsed_s": result.elapsed_s,
+    }
+    return best, columns, 0, summary
+
+
+def _ledger(resolved: Resolved, row: Mapping[str, Any]) -> Any:
+    from solvers.ledger import LedgerInputs, compute_ledger
+
+    inputs = LedgerInputs(
+        step_s=float(row["step_s"]),
+        gpu_busy_fraction=float(row["gpu_busy_fraction"]),
+        tokens_per_step=float(resolved.training.global_batch_tokens),
+        **resolved.ledger_fields,
+    )
+    return compute_ledger(inputs)
+
+
+def _step_assumptions(resolved: Resolved) -> list[dict[str, Any]]:
+    precision = resolved.training.precision
+    peaks = resolved.cluster.accelerator.peak_tflops
+    return [
+        {
+            "key": "step.model_flops_per_token",
+            "value": "6 * active_params + 12 * layers * hidden * seq_len",
+            "unit": "FLOP/token",
+            "source": "PaLM convention (Chowdhery et al. 2022, appendix B), non-causal attention; recompute "
+            "excluded from mfu and counted in hfu",
+        },
+        {
+            "key": "step.mfu",
+            "value": peaks[precision],
+            "unit": "TFLOP/s",
+            "source": f"dense {precision} peak of the accelerator (the training precision)",
+        },
+        {
+            "key": "step.mfu_bf16",
+            "value": peaks["bf16"],
+            "unit": "TFLOP/s",
+            "source": "dense BF16 peak of the accelerator (DeepSeek-V3 quotes its FP8 run this way)",
+        },
+    ]
+
+
+def compose_report(
+    *,
+    resolved: Resolved,
+    layout: Mapping[str, Any],
+    row: Mapping[str, Any],
+    ledger: Any,
+    search: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The report document from a resolved scenario, one engine row and its ledger result."""
+
+    def f(key: str) -> float:
+        return float(row[key])
+
+    warnings = list(resolved.warnings)
+    if not bool(row["fits"]):
+        warnings.append(
+            f"memory: the plan needs {f('total_bytes') / _GB:,.1f} GB per GPU and the accelerator holds "
+            f"{f('capacity_bytes') / _GB:,.1f} GB (memory.fits is false); consider more pipeline or tensor "
+            "parallelism, a higher ZeRO stage or activation recomputation"
+        )
+    if bool(row.get("roofline_bound", False)):
+        warnings.append(
+            "compute: per-GPU matrices are small enough that HBM bandwidth, not math, bounds some of the "
+            "step (step.roofline_bound)"
+        )
+    warnings.extend(str(w) for w in ledger.warnings)
+
+    report: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "solver_version": SOLVER_VERSION,
+        "input_hash": canonical_hash(resolved.document),
+        "layout": {
+            "tp": int(layout["tp"]),
+            "pp": int(layout["pp"]),
+            "cp": int(layout["cp"]),
+            "ep": int(layout["ep"]),
+            "dp": int(layout["dp"]),
+            "microbatch_seqs": int(layout["microbatch_seqs"]),
+            "microbatches": int(row["microbatches"]),
+            "schedule": layout["schedule"],
+            "virtual_stages": int(layout["virtual_stages"]),
+            "zero_stage": int(layout["zero_stage"]),
+            "recompute": layout["recompute"],
+            "sequence_parallel": bool(layout["sequence_parallel"]),
+            "fsdp_reshard_after_forward": bool(layout["fsdp_reshard_after_forward"]),
+            "expert_tp": int(layout["expert_tp"]),
+            "grad_reduce_dtype": layout["grad_reduce_dtype"],
+        },
+        "step": {
+            "model_flops_per_token": f("model_flops_per_token"),
+            "compute_s": f("compute_s"),
+            "comm_s": {d: f(f"comm_s_{d}") for d in DIMS},
+            "exposed_comm_s": {d: f(f"exposed_comm_s_{d}") for d in DIMS},
+            "bubble_s": f("bubble_s"),
+            "bubble_fraction": f("bubble_fraction"),
+            "step_s": f("step_s"),
+            "tokens_per_s": f("tokens_per_s"),
+            "mfu": f("mfu"),
+            "mfu_bf16": f("mfu_bf16"),
+            "hfu": f("hfu"),
+            "gpu_busy_fraction": f("gpu_busy_fraction"),
+            "roofline_bound": bool(row.get("roofline_bound", False)),
+        },
+        "traffic": {
+            "bytes_per_gpu": {d: f(f"bytes_per_gpu_{d}") for d in DIMS},
+            "nic_duty_cycle": f("nic_duty_cycle"),
+            "burst_bytes": f("burst_bytes"),
+        },
+        "memory": {
+            "weights_bytes": f("weights_bytes"),
+            "grads_bytes": f("grads_bytes"),
+            "optimizer_bytes": f("optimizer_bytes"),
+            "activations_bytes": f("activations_bytes"),
+            "total_bytes": f("total_bytes"),
+            "capacity_bytes": f("capacity_bytes"),
+            "fits": bool(row["fits"]),
+        },
+        "reliability": dict(ledger.reliability),
+        "schedule": dict(ledger.schedule),
+        "energy": dict(ledger.energy),
+        "carbon": dict(ledger.carbon),
+        "tco": dict(ledger.tco),
+        "assumptions": [*resolved.assumptions, *_step_assumptions(resolved), *ledger.assumptions],
+        "warnings": warnings,
+        "scenario": resolved.document,
+    }
+    if search is not None:
+        report["search"] = dict(search)
+    return _checked(report)
+
+
+_NUMERIC_BLOCKS = ("step", "traffic", "memory", "reliability", "schedule", "energy", "carbon", "tco")
+
+
+_ENCODER = json.JSONEncoder(allow_nan=False, check_circular=False)
+
+
+def _checked(report: dict[str, Any]) -> dict[str, Any]:
+    """``report`` unchanged when its computed blocks and assumption values are plain finite JSON (checked at
+    C speed by the JSON encoder); otherwise the slow walk converts numpy scalars and names the first
+    non-finite field (``SolverInternalError``).
+
+    The scenario block is not walked: ``resolve`` already refused every non-finite input.
+    """
+    try:
+        _ENCODER.encode([report[block] for block in _NUMERIC_BLOCKS])
+        _ENCODER.encode([a["value"] for a in report["assumptions"]])
+    except (ValueError, TypeError):
+        return _plain_checked(report, "")
+    return report
+
+
+def _plain_checked(value: Any, path: str) -> Any:
+    """Python scalars only, and no NaN or infinity anywhere (``SolverInternalError`` names the path)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain_checked(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain_checked(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return _plain_checked(value.item(), path)
+        return [_plain_checked(v, f"{path}[{i}]") for i, v in enumerate(value.tolist())]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SolverInternalError(f"report field {path} is {value!r}")
+    return value
+
+
+def solve_resolved(resolved: Resolved) -> dict[str, Any]:
+    """The report of an already resolved scenario."""
+    layouts, columns, index, search = _pick_layout(resolved)
+    row = columns.row(index)
+    layout = layout_from_batch(layouts, index)
+    ledger = _ledger(resolved, row)
+    return compose_report(resolved=resolved, layout=layout, row=row, ledger=ledger, search=search)
+
+
+def solve(document: Any) -> dict[str, Any]:
+    """Scenario document (dict) -> report document (dict); ``ScenarioError`` names the field for bad input.
+
+    Example: ``solve({"model": {"preset": "llama3-8b"}, "cluster": {"node": "dgx-h100", "gpus": 64}})``
+    returns a report whose ``step.step_s`` is the time of one optimizer step of a ~4M-token batch.
+    """
+    return solve_resolved(resolve(document))
+
+
+def solve_many(documents: Iterable[Any]) -> list[dict[str, Any]]:
+    """One result per document, in order: a report, or ``{"error": {"path", "message", "errors"}}``."""
+    out: list[dict[str, Any]] = []
+    for document in documents:
+        try:
+            out.append(solve(document))
+        except ScenarioError as exc:
+            out.append({"error": exc.as_dict()})
+    return out

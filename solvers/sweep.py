@@ -1,0 +1,414 @@
+"""Sweeps: vary scenario fields over lists or ranges; the best layout at every point; the Pareto front.
+
+A sweep document is a scenario document with a ``sweep`` section (and optionally a ``search`` section that
+every point's search uses)::
+
+    sweep:
+      axes:
+        - {field: cluster.gpus, range: {start: 4096, stop: 16384, factor: 2}}   # 4096, 8192, 16384
+        - {field: site.region, values: [quebec, virginia, iceland]}
+        - {field: cluster.scale_out.bandwidth_gb_s, range: {start: 25, stop: 100, step: 25}}
+      mode: product          # every combination (default); zip: the i-th value of every axis together
+      objective: step_s      # how each point picks its best layout (search objectives)
+      pareto: [wall_clock_days, total_usd, total_kgco2e]   # 2 or 3 metrics over the points' best layouts
+
+Any field of the scenario may vary (accelerator, GPU count, fabric bandwidth, region, batch, prices, ...),
+except ``training.layout``: the layout is what each point searches (narrow it with ``search.space``).
+Ranges include ``stop`` when a step lands on it. At most ``MAX_SWEEP_POINTS`` points; a larger sweep is
+refused with a ``ScenarioError`` naming ``sweep.axes`` before any point is solved. Each point's search is
+limited to ``search.MAX_LAYOUTS_PER_SEARCH`` layouts, checked before that point is evaluated; a point that
+breaks a rule yields a row with its ``error`` and the sweep goes on.
+
+``plan_sweep`` validates and expands the points; ``sweep_point`` solves one (the unit a worker runs, so a
+job can split the points into chunks); ``sweep_front`` is the Pareto front over rows; ``sweep_document``
+does all three in one process; ``sweep_main`` is the ``sweep`` command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import product
+from typing import Any, TextIO
+
+import numpy as np
+
+from solvers.errors import FieldError, ScenarioError, SolverInternalError
+from solvers.pareto import MAX_OBJECTIVES, MIN_OBJECTIVES, pareto_indices
+from solvers.search import (
+    OBJECTIVES,
+    PARETO_METRICS,
+    SearchRequest,
+    _with_auto_layout,
+    default_space,
+    layout_dict,
+    ledger_metrics,
+    parse_search_request,
+    search_resolved,
+    space_from_document,
+)
+
+MAX_SWEEP_POINTS = 1_000
+MAX_AXES = 6
+MAX_VALUES_PER_AXIS = 1_000
+SWEEP_KEYS: tuple[str, ...] = ("axes", "mode", "objective", "pareto")
+AXIS_KEYS: tuple[str, ...] = ("field", "values", "range")
+RANGE_KEYS: tuple[str, ...] = ("start", "stop", "step", "factor")
+MODES: tuple[str, ...] = ("product", "zip")
+PARTS: tuple[str, ...] = ("model", "cluster", "site", "training", "economics")
+DEFAULT_PARETO_TOTAL: tuple[str, ...] = ("wall_clock_days", "total_usd", "total_kgco2e")
+DEFAULT_PARETO_WINDOW: tuple[str, ...] = ("step_s", "usd_per_million_tokens", "total_kgco2e")
+
+Progress = Callable[[int, int], None]  # (points done, points in all)
+
+
+@dataclass(frozen=True)
+class SweepAxis:
+    field: str  # dotted path in the scenario document, e.g. "cluster.scale_out.bandwidth_gb_s"
+    values: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """A validated sweep: the base request (scenario + search options), its axes and every point."""
+
+    request: SearchRequest
+    axes: tuple[SweepAxis, ...]
+    mode: str
+    pareto: tuple[str, ...]
+    points: tuple[dict[str, Any], ...]  # field path -> value, one mapping per point
+
+
+def range_values(raw: Any, *, path: str) -> tuple[float | int, ...]:
+    """Values of ``{start, stop, step}`` (arithmetic) or ``{start, stop, factor}`` (geometric), stop included
+    when it is reached (to within 1e-9 relative).
+
+    Example: ``{start: 25, stop: 100, step: 25}`` -> (25, 50, 75, 100); ``{start: 1024, stop: 8192,
+    factor: 2}`` -> (1024, 2048, 4096, 8192). Integers stay integers when start and step (or factor) are.
+    """
+    if not isinstance(raw, Mapping):
+        raise ScenarioError.single(path, "must be a mapping {start, stop, step} or {start, stop, factor}")
+    unknown = [k for k in raw if k not in RANGE_KEYS]
+    if unknown:
+        raise ScenarioError.single(
+            f"{path}.{unknown[0]}", f"unknown key; expected one of {', '.join(RANGE_KEYS)}"
+        )
+    for key in ("start", "stop"):
+        value = raw.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise ScenarioError.single(f"{path}.{key}", f"must be a finite number, got {value!r}")
+    start, stop = raw["start"], raw["stop"]
+    if ("step" in raw) == ("factor" in raw):
+        raise ScenarioError.single(path, "give exactly one of step (arithmetic) or factor (geometric)")
+    key = "step" if "step" in raw else "factor"
+    by = raw[key]
+    if isinstance(by, bool) or not isinstance(by, int | float) or not math.isfinite(by):
+        raise ScenarioError.single(f"{path}.{key}", f"must be a finite number, got {by!r}")
+    integral = isinstance(start, int) and isinstance(by, int)
+    out: list[float | int] = []
+    if key == "step":
+        if by <= 0 or stop < start:
+            raise ScenarioError.single(f"{path}.step", "must be > 0 with stop >= start")
+        count = math.floor((stop - start) / by * (1 + 1e-12) + 1e-9) + 1
+        if count > MAX_VALUES_PER_AXIS:
+            raise ScenarioError.single(path, f"gives {count:,} values, more than {MAX_VALUES_PER_AXIS:,}")
+        out = [start + i * by for i in range(count)]
+    else:
+        if by <= 1 or start <= 0 or stop < start:
+            raise ScenarioError.single(f"{path}.factor", "must be > 1 with 0 < start <= stop")
+        current: float | int = start
+        while current <= stop * (1 + 1e-9):
+            out.append(current)
+            if len(out) > MAX_VALUES_PER_AXIS:
+                raise ScenarioError.single(path, f"gives more than {MAX_VALUES_PER_AXIS:,} values")
+            current = current * by
+    if not integral:
+        out = [float(v) for v in out]
+    return tuple(out)
+
+
+def _check_field(field: Any, path: str) -> str:
+    if not isinstance(field, str) or not field:
+        raise ScenarioError.single(path, f"must be a dotted field path such as cluster.gpus, got {field!r}")
+    parts = field.split(".")
+    if parts[0] not in PARTS or len(parts) < 2 or any(not p for p in parts):
+        raise ScenarioError.single(
+            path, f"must be a dotted path under {', '.join(PARTS)} (e.g. cluster.gpus), got {field!r}"
+        )
+    if parts[:2] == ["training", "layout"]:
+        raise ScenarioError.single(
+            path, "training.layout is what each point searches; narrow it with search.space instead"
+        )
+    return field
+
+
+def plan_sweep(
+    document: Any,
+    *,
+    objective: str | None = None,
+    pareto: Sequence[str] | None = None,
+    max_points: int = MAX_SWEEP_POINTS,
+) -> SweepPlan:
+    """Validate a sweep document and expand its points; refuses more than ``max_points`` before any work."""
+    request = parse_search_request(document, objective=None, top=0, pareto=None)
+    raw = document.get("sweep") if isinstance(document, Mapping) else None
+    if not isinstance(raw, Mapping):
+        raise ScenarioError.single("sweep", "must be a mapping with axes (see solvers.sweep)")
+    unknown = [k for k in raw if k not in SWEEP_KEYS]
+    if unknown:
+        raise ScenarioError.single(
+            f"sweep.{unknown[0]}", f"unknown key; expected one of {', '.join(SWEEP_KEYS)}"
+        )
+    mode = raw.get("mode", "product")
+    if mode not in MODES:
+        raise ScenarioError.single("sweep.mode", f"must be one of {', '.join(MODES)}, got {mode!r}")
+    raw_axes = raw.get("axes")
+    if not isinstance(raw_axes, list) or not raw_axes:
+        raise ScenarioError.single("sweep.axes", "must be a non-empty list of {field, values | range}")
+    if len(raw_axes) > MAX_AXES:
+        raise ScenarioError.single("sweep.axes", f"lists at most {MAX_AXES} axes, got {len(raw_axes)}")
+    axes: list[SweepAxis] = []
+    for i, item in enumerate(raw_axes):
+        path = f"sweep.axes[{i}]"
+        if not isinstance(item, Mapping):
+            raise ScenarioError.single(path, "must be a mapping {field, values} or {field, range}")
+        bad = [k for k in item if k not in AXIS_KEYS]
+        if bad:
+            raise ScenarioError.single(
+                f"{path}.{bad[0]}", f"unknown key; expected one of {', '.join(AXIS_KEYS)}"
+            )
+        field = _check_field(item.get("field"), f"{path}.field")
+        if field in (a.field for a in axes):
+            raise ScenarioError.single(f"{path}.field", f"{field} is swept twice")
+        if ("values" in item) == ("range" in item):
+            raise ScenarioError.single(path, "give exactly one of values (a list) or range")
+        if "values" in item:
+            values = item["values"]
+            if not isinstance(values, list) or not values:
+                raise ScenarioError.single(f"{path}.values", "must be a non-empty list")
+            if len(values) > MAX_VALUES_PER_AXIS:
+                raise ScenarioError.single(
+                    f"{path}.values", f"lists {len(values):,} values, more than {MAX_VALUES_PER_AXIS:,}"
+                )
+            axes.append(SweepAxis(field=field, values=tuple(values)))
+        else:
+            axes.append(SweepAxis(field=field, values=range_values(item["range"], path=f"{path}.range")))
+    if mode == "zip":
+        lengths = {len(a.values) for a in axes}
+        if len(lengths) != 1:
+            raise ScenarioError.single("sweep.mode", "zip needs every axis to have the same number of values")
+        count = len(axes[0].values)
+    else:
+        count = math.prod(len(a.values) for a in axes)
+    if count > max_points:
+        sizes = " x ".join(f"{a.field} ({len(a.values)})" for a in axes)
+        raise ScenarioError.single(
+            "sweep.axes", f"{count:,} points ({sizes}) exceed the limit of {max_points:,} points per sweep"
+        )
+    chosen_objective = objective if objective is not None else raw.get("objective", request.objective)
+    training = request.scenario.get("training")
+    has_total = isinstance(training, Mapping) and training.get("total_tokens") is not None
+    default_pareto = DEFAULT_PARETO_TOTAL if has_total else DEFAULT_PARETO_WINDOW
+    chosen_pareto = tuple(pareto) if pareto is not None else tuple(raw.get("pareto", default_pareto))
+    errors: list[FieldError] = []
+    if chosen_objective not in OBJECTIVES:
+        errors.append(
+            FieldError("sweep.objective", f"must be one of {', '.join(OBJECTIVES)}, got {chosen_objective!r}")
+        )
+    if not MIN_OBJECTIVES <= len(chosen_pareto) <= MAX_OBJECTIVES:
+        errors.append(FieldError("sweep.pareto", f"lists 2 or 3 metrics, got {len(chosen_pareto)}"))
+    for i, name in enumerate(chosen_pareto):
+        if name not in PARETO_METRICS:
+            errors.append(
+                FieldError(f"sweep.pareto[{i}]", f"must be one of {', '.join(PARETO_METRICS)}, got {name!r}")
+            )
+    if errors:
+        raise ScenarioError(errors)
+    if mode == "zip":
+        combos: list[tuple[Any, ...]] = list(zip(*(a.values for a in axes), strict=True))
+    else:
+        combos = list(product(*(a.values for a in axes)))
+    points = tuple({a.field: v for a, v in zip(axes, combo, strict=True)} for combo in combos)
+    request = SearchRequest(
+        scenario=request.scenario,
+        objective=str(chosen_objective),
+        top=0,
+        pareto=request.pareto,
+        space=request.space,
+    )
+    return SweepPlan(request=request, axes=tuple(axes), mode=mode, pareto=chosen_pareto, points=points)
+
+
+def point_document(base: Mapping[str, Any], point: Mapping[str, Any]) -> dict[str, Any]:
+    """The base scenario with each swept field set (intermediate mappings created as needed)."""
+    doc = copy.deepcopy(dict(base))
+    for field, value in point.items():
+        parts = field.split(".")
+        node: dict[str, Any] = doc
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                # A preset key given as a string (e.g. cluster.scale_out: roce-400g) becomes {preset: key}
+                # only where the schema accepts that spelling; otherwise the field replaces it.
+                child = {} if not isinstance(child, str) else {"preset": child}
+                node[part] = child
+            node = child
+        node[parts[-1]] = copy.deepcopy(value)
+    return doc
+
+
+def sweep_point(plan: SweepPlan, index: int) -> dict[str, Any]:
+    """Search one point of ``plan``: its best layout and figures, or the rule it breaks as ``error``."""
+    from solvers.schema import resolve
+
+    point = plan.points[index]
+    started = time.perf_counter()
+    row: dict[str, Any] = {"index": index, "point": dict(point)}
+    try:
+        resolved = resolve(_with_auto_layout(point_document(plan.request.scenario, point)))
+        space = space_from_document(
+            plan.request.space,
+            default=default_space(model=resolved.model, cluster=resolved.cluster, training=resolved.training),
+        )
+        result = search_resolved(
+            resolved, objective=plan.request.objective, pareto=("step_s", "memory_bytes"), space=space
+        )
+    except ScenarioError as exc:
+        row["error"] = exc.as_dict()
+        row["elapsed_s"] = time.perf_counter() - started
+        return row
+    metrics = ledger_metrics(
+        ledger_fields=resolved.ledger_fields,
+        tokens_per_step=float(resolved.training.global_batch_tokens),
+        step_s=result.metrics["step_s"][:1],
+        busy=result.metrics["gpu_busy_fraction"][:1],
+    )
+    figures = {
+        "step_s": float(result.metrics["step_s"][0]),
+        "memory_bytes": float(result.metrics["memory_bytes"][0]),
+        **{name: float(values[0]) for name, values in metrics.items()},
+    }
+    row.update(
+        {
+            "best": {"layout": layout_dict(result.layouts, 0), "metrics": figures},
+            "candidates": result.candidates,
+            "evaluated": result.evaluated,
+            "feasible": result.feasible,
+            "elapsed_s": time.perf_counter() - started,
+        }
+    )
+    return row
+
+
+def sweep_front(rows: Sequence[Mapping[str, Any]], objectives: Sequence[str]) -> list[int]:
+    """Indices (into ``rows``) of the Pareto front of the rows that have a best layout."""
+    solved = [i for i, row in enumerate(rows) if "best" in row]
+    if not solved:
+        return []
+    values = np.array([[float(rows[i]["best"]["metrics"][name]) for name in objectives] for i in solved])
+    return [solved[int(k)] for k in pareto_indices(values)]
+
+
+def sweep_document(
+    document: Any,
+    *,
+    objective: str | None = None,
+    pareto: Sequence[str] | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Run a whole sweep in this process: one row per point, in order, and the Pareto front of the rows."""
+    started = time.perf_counter()
+    plan = plan_sweep(document, objective=objective, pareto=pareto)
+    rows: list[dict[str, Any]] = []
+    for index in range(len(plan.points)):
+        rows.append(sweep_point(plan, index))
+        if progress is not None:
+            progress(index + 1, len(plan.points))
+    if len(rows) != len(plan.points):
+        raise SolverInternalError("sweep lost a point")
+    front = sweep_front(rows, plan.pareto)
+    return {
+        "objective": plan.request.objective,
+        "mode": plan.mode,
+        "axes": [{"field": a.field, "values": list(a.values)} for a in plan.axes],
+        "points": len(plan.points),
+        "solved": sum(1 for row in rows if "best" in row),
+        "failed": sum(1 for row in rows if "error" in row),
+        "elapsed_s": time.perf_counter() - started,
+        "rows": rows,
+        "pareto_objectives": list(plan.pareto),
+        "pareto": front,
+        "limits": {"max_points": MAX_SWEEP_POINTS, "max_axes": MAX_AXES},
+    }
+
+
+def sweep_main(
+    argv: Sequence[str],
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """``python -m solvers sweep FILE|- [--objective O] [--pareto a,b[,c]] [--compact]``: one row per point.
+
+    Exit status as ``solve``: 0 when every point solved, 1 when some point failed (its row carries the
+    error), 2 bad input (the message names the field path), 3 internal error.
+    """
+    from solvers.cli import (
+        EXIT_BAD_INPUT,
+        EXIT_BATCH_FAILURES,
+        EXIT_INTERNAL,
+        EXIT_OK,
+        InputError,
+        parse_text,
+    )
+
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    parser = argparse.ArgumentParser(
+        prog="python -m solvers sweep",
+        description="Best layout at every point of a sweep, and the Pareto front.",
+    )
+    parser.add_argument("file", help="sweep document (JSON or YAML), or - for standard input")
+    parser.add_argument(
+        "--objective", choices=OBJECTIVES, default=None, help="how each point ranks its layouts"
+    )
+    parser.add_argument("--pareto", default=None, help="2 or 3 comma-separated metrics for the front")
+    parser.add_argument("--compact", action="store_true", help="print the result on one line")
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        if args.file == "-":
+            text = stdin.read()
+        else:
+            with open(args.file, encoding="utf-8") as handle:
+                text = handle.read()
+        pareto = [p.strip() for p in args.pareto.split(",") if p.strip()] if args.pareto else None
+        output = sweep_document(parse_text(text), objective=args.objective, pareto=pareto)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: cannot read {args.file}: {getattr(exc, 'strerror', None) or exc}", file=stderr)
+        return EXIT_BAD_INPUT
+    except InputError as exc:
+        print(f"error: {exc}", file=stderr)
+        return EXIT_BAD_INPUT
+    except ScenarioError as exc:
+        for error in exc.errors:
+            print(f"error: {error}", file=stderr)
+        return EXIT_BAD_INPUT
+    except SolverInternalError as exc:
+        print(f"internal solver error: {exc}", file=stderr)
+        return EXIT_INTERNAL
+    except Exception as exc:  # a bug must still never print a traceback to the user
+        print(f"internal solver error: {type(exc).__name__}: {exc}", file=stderr)
+        return EXIT_INTERNAL
+    print(json.dumps(output, allow_nan=False, indent=None if args.compact else 2), file=stdout)
+    return EXIT_OK if output["failed"] == 0 else EXIT_BATCH_FAILURES

@@ -1,0 +1,153 @@
+"""Catalog presets: required keys, provenance on every value, consistency between tables."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from solvers.catalog import (
+    ACCELERATORS,
+    FABRICS,
+    MODELS,
+    NODES,
+    REGIONS,
+    accelerator_entry,
+    calibration,
+    catalog_document,
+    did_you_mean,
+    fabric_entry,
+)
+from solvers.specs import PRECISIONS
+
+REQUIRED_ACCELERATORS = {
+    "a100-sxm-40gb",
+    "a100-sxm-80gb",
+    "h100-sxm",
+    "h800-sxm",
+    "h200-sxm",
+    "b200",
+    "gb200",
+    "mi300x",
+}
+REQUIRED_MODELS = {
+    "gpt3-175b",
+    "llama3-8b",
+    "llama3-70b",
+    "llama3-405b",
+    "mixtral-8x7b",
+    "deepseek-v3",
+    "megatron-530b",
+    "megatron-1t",
+}
+REQUIRED_FABRICS = {
+    "nvlink3",
+    "nvlink4",
+    "nvlink5",
+    "nvlink-switch-nvl72",
+    "infinity-fabric",
+    "infiniband-hdr",
+    "infiniband-ndr",
+    "infiniband-xdr",
+    "roce-200g",
+    "roce-400g",
+    "ethernet-100g",
+}
+ACCEL_FIELDS = ("peak_tflops", "hbm_gb", "hbm_tb_s", "tdp_w", "unit_price_usd", "embodied_kgco2e")
+
+
+def test_required_keys_exist() -> None:
+    assert set(ACCELERATORS) >= REQUIRED_ACCELERATORS
+    assert set(MODELS) >= REQUIRED_MODELS
+    assert set(FABRICS) >= REQUIRED_FABRICS
+    assert {"dgx-a100-80gb", "dgx-h100", "dgx-h200", "dgx-b200", "gb200-nvl72", "mi300x-platform"} <= set(
+        NODES
+    )
+
+
+@pytest.mark.parametrize("key", sorted(ACCELERATORS))
+def test_accelerator_values_carry_sources(key: str) -> None:
+    entry = accelerator_entry(key)
+    for field in (*ACCEL_FIELDS, "compute_efficiency"):
+        assert field in entry, field
+        assert entry["sources"].get(field), f"{key}.{field} has no source"
+    assert "bf16" in entry["peak_tflops"]
+    assert set(entry["peak_tflops"]) <= set(PRECISIONS)
+    for value in entry["peak_tflops"].values():
+        assert value > 0
+    assert 0 < entry["compute_efficiency"] < 1
+    assert entry["hbm_gb"] > 0 and entry["hbm_tb_s"] > 0 and entry["tdp_w"] > 0
+
+
+def test_hopper_peaks_match_the_data_sheet() -> None:
+    assert ACCELERATORS["h100-sxm"]["peak_tflops"]["bf16"] == pytest.approx(989.4)
+    assert ACCELERATORS["h100-sxm"]["peak_tflops"]["fp8"] == pytest.approx(2 * 989.4, rel=1e-3)
+    assert ACCELERATORS["a100-sxm-80gb"]["peak_tflops"]["bf16"] == 312.0
+    assert "fp8" not in ACCELERATORS["a100-sxm-80gb"]["peak_tflops"]
+
+
+@pytest.mark.parametrize("key", sorted(FABRICS))
+def test_fabric_achieved_rate_is_nominal_times_factor(key: str) -> None:
+    entry = fabric_entry(key)
+    assert entry["scope"] in ("scale_up", "scale_out")
+    assert 0 < entry["achievable_factor"] <= 1
+    assert entry["bandwidth_gb_s"] == pytest.approx(entry["nominal_gb_s"] * entry["achievable_factor"])
+    for field in ("nominal_gb_s", "latency_us", "achievable_factor"):
+        assert entry["sources"].get(field), f"{key}.{field} has no source"
+
+
+def test_calibration_covers_every_catalog_entry() -> None:
+    assert set(calibration.COMPUTE_EFFICIENCY) >= set(ACCELERATORS)
+    assert set(calibration.FABRIC_ACHIEVABLE) >= set(FABRICS)
+
+
+@pytest.mark.parametrize("key", sorted(NODES))
+def test_nodes_reference_existing_entries(key: str) -> None:
+    node = NODES[key]
+    assert node["accelerator"] in ACCELERATORS
+    assert FABRICS[node["scale_up"]]["scope"] == "scale_up"
+    assert FABRICS[node["scale_out"]]["scope"] == "scale_out"
+    assert node["gpus_per_node"] >= 1
+    assert node["sources"]["node"]
+
+
+@pytest.mark.parametrize("key", sorted(MODELS))
+def test_models_are_consistent_and_sourced(key: str) -> None:
+    m = MODELS[key]
+    assert m["hidden"] % m["heads"] == 0
+    assert m["heads"] % m["kv_heads"] == 0
+    assert m["params"] > 0
+    assert m["sources"].get("shape") and m["sources"].get("params")
+    if "moe" in m:
+        assert m["moe"]["top_k"] <= m["moe"]["experts"]
+        assert m["moe"]["moe_layers"] <= m["layers"]
+        assert 0 < m["active_params"] < m["params"]
+
+
+def test_megatron_sc21_table1_family_is_present() -> None:
+    for size in ("1.7b", "3.6b", "7.5b", "18.4b", "39.1b", "76.1b", "145.6b", "310.1b"):
+        assert f"megatron-{size}" in MODELS
+    assert MODELS["megatron-1t"]["layers"] == 128 and MODELS["megatron-1t"]["hidden"] == 25_600
+    assert {"bloom-176b", "opt-175b"} <= set(MODELS)
+
+
+def test_catalog_document_is_json_and_complete() -> None:
+    doc = catalog_document()
+    assert set(doc) == {"accelerators", "nodes", "fabrics", "models", "regions"}
+    text = json.dumps(doc, allow_nan=False)
+    assert json.loads(text)["accelerators"]["h100-sxm"]["compute_efficiency"] > 0
+    assert set(doc["regions"]) == set(REGIONS)
+    assert {"quebec", "poland", "us-average", "iceland"} <= set(doc["regions"])
+
+
+def test_catalog_document_is_a_copy() -> None:
+    doc = catalog_document()
+    doc["accelerators"]["h100-sxm"]["tdp_w"] = 1.0
+    doc["models"]["llama3-8b"]["layers"] = 1
+    assert accelerator_entry("h100-sxm")["tdp_w"] == 700.0
+    assert MODELS["llama3-8b"]["layers"] == 32
+
+
+def test_did_you_mean() -> None:
+    assert did_you_mean("h100", ACCELERATORS) == " (did you mean 'h100-sxm'?)"
+    assert did_you_mean("zzzzzz", ACCELERATORS) == ""

@@ -1,0 +1,170 @@
+"""The command line, run as a user runs it: ``python -m solvers ...`` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from solvers.cli import load_yaml, parse_text
+
+ROOT = Path(__file__).resolve().parents[2]
+GOOD = {
+    "model": {"preset": "llama3-8b"},
+    "cluster": {"node": "dgx-h100", "gpus": 16},
+    "training": {"global_batch_seqs": 64, "layout": {"tp": 2, "pp": 1}},
+}
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "solvers", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+
+
+def assert_no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+
+
+def test_solve_yaml_file(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(
+        "model: {preset: llama3-8b}\ncluster: {node: dgx-h100, gpus: 16}\n"
+        "training:\n  total_tokens: 1.0e12\n  global_batch_seqs: 64\n  layout: {tp: 2}\n"
+    )
+    proc = run("solve", str(path))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["layout"]["tp"] == 2 and len(report["input_hash"]) == 64
+    assert report["scenario"]["training"]["total_tokens"] == 1.0e12
+
+
+def test_solve_json_from_stdin() -> None:
+    proc = run("solve", "-", stdin=json.dumps(GOOD))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["layout"]["dp"] == 8
+
+
+def test_bad_field_exits_2_and_names_the_path() -> None:
+    bad = {**GOOD, "cluster": {"node": "dgx-h100", "gpus": 16, "gpuz": 3}}
+    proc = run("solve", "-", stdin=json.dumps(bad))
+    assert proc.returncode == 2
+    assert "cluster.gpuz: unknown field (did you mean 'gpus'?)" in proc.stderr
+    assert proc.stdout == ""
+    assert_no_traceback(proc)
+
+
+def test_engine_rule_exits_2_with_a_path() -> None:
+    bad = {**GOOD, "training": {"global_batch_seqs": 63, "layout": {"tp": 2}}}
+    proc = run("solve", "-", stdin=json.dumps(bad))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: training.")
+    assert_no_traceback(proc)
+
+
+def test_invalid_yaml_exits_2() -> None:
+    proc = run("solve", "-", stdin="model: [unclosed\n  - x: {")
+    assert proc.returncode == 2
+    assert "not valid JSON or YAML" in proc.stderr
+    assert_no_traceback(proc)
+
+
+def test_missing_file_exits_2(tmp_path: Path) -> None:
+    proc = run("solve", str(tmp_path / "nope.yaml"))
+    assert proc.returncode == 2
+    assert "cannot read" in proc.stderr
+    assert_no_traceback(proc)
+
+
+def test_batch_keeps_one_line_per_input_line_in_order() -> None:
+    bad = {**GOOD, "model": {"preset": "llama-3-8b"}}
+    lines = [json.dumps(GOOD), json.dumps(bad), "{not json", "", json.dumps({**GOOD, "name": "x"})]
+    proc = run("solve", "--batch", "-", stdin="\n".join(lines) + "\n")
+    assert proc.returncode == 1
+    out = proc.stdout.splitlines()
+    assert len(out) == len(lines)
+    results = [json.loads(line) for line in out]
+    assert "input_hash" in results[0]
+    assert results[1]["error"]["path"] == "model.preset"
+    assert "did you mean 'llama3-8b'" in results[1]["error"]["message"]
+    assert "not valid JSON" in results[2]["error"]["message"]
+    assert results[3]["error"]["message"] == "empty line"
+    assert results[4]["input_hash"] == results[0]["input_hash"]  # labels do not change the hash
+    assert_no_traceback(proc)
+
+
+def test_batch_all_good_exits_0() -> None:
+    proc = run("solve", "--batch", "-", stdin=json.dumps(GOOD) + "\n" + json.dumps(GOOD) + "\n")
+    assert proc.returncode == 0, proc.stdout
+    assert len(proc.stdout.splitlines()) == 2
+
+
+def test_catalog_json_and_text() -> None:
+    proc = run("catalog", "--json")
+    assert proc.returncode == 0
+    catalog = json.loads(proc.stdout)
+    assert set(catalog) == {"accelerators", "nodes", "fabrics", "models", "regions"}
+    assert "h100-sxm" in catalog["accelerators"]
+    text = run("catalog")
+    assert text.returncode == 0 and "llama3-405b" in text.stdout and "quebec" in text.stdout
+
+
+def test_validate_prints_the_table() -> None:
+    proc = run("validate")
+    assert proc.returncode == 0, proc.stderr
+    assert "MegaScale 175B, 12,288 A100, MegaScale" in proc.stdout
+    assert "mean |error|" in proc.stdout
+    data = json.loads(run("validate", "--json").stdout)
+    assert data["summary"]["mfu_rows"] >= 15
+
+
+def test_unknown_subcommand_exits_2() -> None:
+    proc = run("frobnicate")
+    assert proc.returncode == 2
+    assert_no_traceback(proc)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("x: 1.0e12", 1.0e12),
+        ("x: 15.6e12", 15.6e12),
+        ("x: 1e9", 1e9),
+        ("x: 2.5", 2.5),
+        ("x: 7", 7),
+        ("x: 1_024", 1024),
+    ],
+)
+def test_yaml_numbers_read_as_numbers(text: str, expected: float) -> None:
+    value = load_yaml(text)["x"]
+    assert value == expected and not isinstance(value, str)
+
+
+def test_json_is_tried_before_yaml() -> None:
+    assert parse_text('{"a": 1}') == {"a": 1}
+    assert parse_text("a: 1") == {"a": 1}
+
+
+def test_oversized_document_is_refused() -> None:
+    from solvers.cli import MAX_DOCUMENT_CHARS
+
+    proc = run("solve", "-", stdin="#" * (MAX_DOCUMENT_CHARS + 1))
+    assert proc.returncode == 2
+    assert "document too large" in proc.stderr
+    assert_no_traceback(proc)
+
+
+def test_schema_command_prints_the_json_schema() -> None:
+    proc = run("schema")
+    assert proc.returncode == 0
+    document = json.loads(proc.stdout)
+    assert document["properties"]["cluster"]["anyOf"][0]["properties"]["gpus"]["maximum"] == 1_048_576

@@ -1,0 +1,133 @@
+"""solvers.memory: model state under ZeRO stages and Korthikanti et al. activations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from solvers import memory
+from tests.solvers.test_engine import GPT3_175B, LLAMA3_405B
+
+
+def _state(
+    stage: int,
+    *,
+    fp32_grads: bool = False,
+    optimizer: str = "adam",
+    precision: str = "bf16",
+    copies: float = 1.0,
+) -> tuple[float, float, float]:
+    w, g, o = memory.model_state_bytes(
+        dense_params_per_gpu=np.array([405e9 / 128]),
+        expert_params_per_gpu=np.array([0.0]),
+        dense_shard=np.array([128]),
+        expert_shard=np.array([1.0]),
+        zero_stage=np.array([stage]),
+        grad_reduce_fp32=np.array([fp32_grads]),
+        precision=precision,
+        optimizer=optimizer,
+        copies=np.array([copies]),
+        layers_on_stage=np.array([8]),
+    )
+    return float(w[0]), float(g[0]), float(o[0])
+
+
+def test_zero_1_example() -> None:
+    """Docstring example: weights 6.33 GB, gradients 6.33 GB, optimizer 12 x 3.16e9 / 128 = 0.30 GB."""
+    w, g, o = _state(1)
+    p = 405e9 / 128
+    assert w == pytest.approx(2 * p) and g == pytest.approx(2 * p) and o == pytest.approx(12 * p / 128)
+
+
+def test_sixteen_bytes_per_parameter_without_zero() -> None:
+    w, g, o = _state(0)
+    assert w + g + o == pytest.approx(16 * 405e9 / 128)  # ZeRO §3.1: 2 + 2 + 12
+
+
+def test_each_zero_stage_shards_more() -> None:
+    p = 405e9 / 128
+    _w2, g2, _o2 = _state(2)
+    assert g2 == pytest.approx(2 * p / 128)
+    w3, _g3, _o3 = _state(3)
+    assert w3 == pytest.approx(2 * (p / 128 + 2 * p / 8))  # shard + two gathered layers
+    totals = [sum(_state(s)) for s in range(4)]
+    assert totals == sorted(totals, reverse=True)
+
+
+def test_fp32_grads_sgd_fp32_and_dualpipe_copies() -> None:
+    p = 405e9 / 128
+    assert _state(0, fp32_grads=True)[1] == pytest.approx(4 * p)
+    assert _state(0, optimizer="sgd")[2] == pytest.approx(8 * p)
+    assert _state(0, optimizer="sgd", precision="fp32")[2] == pytest.approx(4 * p)
+    assert _state(0, precision="fp32")[0] == pytest.approx(4 * p)
+    assert _state(0, copies=2.0)[0] == pytest.approx(2 * _state(0)[0])
+
+
+def test_korthikanti_per_layer_activations_gpt3() -> None:
+    """Docstring example: (34 + 5 a s / h) x h / t = 175,104 bytes per token-layer at TP8 with SP."""
+    kwargs: dict[str, Any] = {
+        "model": GPT3_175B,
+        "seq_len": 2048,
+        "tp": np.array([8]),
+        "expert_tp": np.array([8]),
+        "moe_layer": False,
+    }
+    none = memory.activation_bytes_per_token_layer(
+        sequence_parallel=np.array([True]), recompute=np.array([0]), **kwargs
+    )
+    assert none[0] == pytest.approx(175_104)
+    selective = memory.activation_bytes_per_token_layer(
+        sequence_parallel=np.array([True]), recompute=np.array([1]), **kwargs
+    )
+    assert selective[0] == pytest.approx(34 * 12288 / 8)
+    no_sp = memory.activation_bytes_per_token_layer(
+        sequence_parallel=np.array([False]), recompute=np.array([1]), **kwargs
+    )
+    assert no_sp[0] == pytest.approx(12288 * (10 + 24 / 8))  # Korthikanti eq. 2 without the score term
+    full = memory.activation_bytes_per_token_layer(
+        sequence_parallel=np.array([True]), recompute=np.array([2]), **kwargs
+    )
+    assert full[0] == pytest.approx(2 * 12288 / 8)
+
+
+def test_activation_total_example_llama() -> None:
+    """Docstring example: 69,120 B per token-layer x 8,192 x 8 layers x 16 in flight = 72.5 GB."""
+    total = memory.activation_bytes(
+        model=LLAMA3_405B,
+        seq_len=8192,
+        microbatch_tokens=np.array([8192.0]),
+        tp=np.array([8]),
+        expert_tp=np.array([8]),
+        sequence_parallel=np.array([True]),
+        recompute=np.array([1]),
+        layers_on_stage=np.array([8]),
+        in_flight=np.array([16.0]),
+    )
+    assert total[0] == pytest.approx(69_120 * 8192 * 8 * 16)
+    assert memory.activation_traffic_bytes_per_token_layer(
+        model=LLAMA3_405B, seq_len=8192, tp=8, expert_tp=8, sequence_parallel=True, scores=False
+    ) == pytest.approx(69_120)
+
+
+def test_dense_and_expert_split() -> None:
+    dense, experts = memory.dense_and_expert_params(model=LLAMA3_405B)
+    assert dense == 405e9 and experts == 0.0
+
+
+def test_scores_materialised_follows_korthikanti_unless_told() -> None:
+    codes = np.array([0, 1, 2])
+    np.testing.assert_array_equal(
+        memory.scores_materialised(recompute=codes, fused_attention=None), [True, False, True]
+    )
+    np.testing.assert_array_equal(
+        memory.scores_materialised(recompute=codes, fused_attention=True), [False] * 3
+    )
+    np.testing.assert_array_equal(
+        memory.scores_materialised(recompute=codes, fused_attention=False), [True] * 3
+    )
+    assert memory.scores_materialised(recompute=2, fused_attention=None) is True
+    np.testing.assert_array_equal(memory.memory_policy(recompute=codes, fused_attention=True), [1, 1, 2])
+    np.testing.assert_array_equal(memory.memory_policy(recompute=codes, fused_attention=None), [0, 1, 2])
+    assert memory.memory_policy(recompute=0, fused_attention=True) == 1

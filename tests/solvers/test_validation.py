@@ -1,0 +1,67 @@
+"""Published-run validation (solvers.validation)."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from solvers.validation import CASES, EXAMPLES_DIR, format_table, validation_document
+
+
+@pytest.fixture(scope="module")
+def document() -> dict:
+    return validation_document()
+
+
+def test_every_case_has_its_scenario_file() -> None:
+    for case in CASES:
+        assert (EXAMPLES_DIR / case.example).is_file(), case.example
+
+
+def test_required_published_runs_are_covered() -> None:
+    names = " | ".join(c.case for c in CASES)
+    for fragment in (
+        "MegaScale 175B, 256 A100, Megatron-LM",
+        "MegaScale 175B, 256 A100, MegaScale",
+        "MegaScale 175B, 12,288 A100, Megatron-LM",
+        "MegaScale 175B, 12,288 A100, MegaScale",
+        "Llama 3 405B, 8,192 H100",
+        "Llama 3 405B, 16,384 H100, 8K",
+        "Llama 3 405B, 16,384 H100, 131K",
+        "DeepSeek-V3, 2,048 H800",
+        "Megatron-LM SC'21 1T",
+        "BLOOM",
+        "OPT",
+    ):
+        assert fragment in names
+    deepseek = {c.metric: c.published for c in CASES if c.case.startswith("DeepSeek")}
+    assert deepseek == {"mfu_bf16": 0.4373, "step_s": 19.926, "bubble_s": 2.06}
+
+
+def test_rows_compute_errors_in_their_units(document: dict) -> None:
+    rows = document["rows"]
+    assert len(rows) == len(CASES)
+    for row in rows:
+        if row["error_unit"] == "points":
+            assert row["error"] == pytest.approx((row["predicted"] - row["published"]) * 100)
+            assert 0 < row["predicted"] < 1
+        else:
+            assert row["error"] == pytest.approx((row["predicted"] / row["published"] - 1) * 100)
+
+
+def test_summary_matches_rows(document: dict) -> None:
+    errors = [abs(r["error"]) for r in document["rows"] if r["error_unit"] == "points"]
+    summary = document["summary"]
+    assert summary["mfu_rows"] == len(errors)
+    assert summary["mean_abs_error_points"] == pytest.approx(statistics.fmean(errors))
+    assert summary["max_abs_error_points"] == pytest.approx(max(errors))
+
+
+def test_table_lists_every_case_and_the_ledger_rows(document: dict) -> None:
+    table = format_table(document)
+    for case in CASES:
+        assert case.case in table
+    assert "mean |error|" in table
+    for row in document["ledger_rows"]:
+        assert str(row["case"]) in table

@@ -1,0 +1,132 @@
+"""One code path for one layout or many: a batch of N equals N batches of one, bit for bit (issue 7).
+
+A batch of one runs the step functions on python scalars and a batch of many on numpy arrays; both are
+IEEE-754 double arithmetic with correctly rounded + - * /, so every field must be *exactly* equal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import fields
+
+import numpy as np
+import pytest
+
+from solvers.engine import StepColumns, check_layouts, evaluate, layout_rule_codes
+from solvers.specs import ClusterSpec, LayoutBatch, ModelSpec, OverlapSpec, TrainingSpec
+from tests.solvers.test_engine import DEEPSEEK_V3, LLAMA3_405B, catalog_cluster, training
+
+LAYOUT_FIELDS = tuple(f.name for f in fields(LayoutBatch))
+
+
+def random_layouts(
+    *, model: ModelSpec, cluster: ClusterSpec, tr: TrainingSpec, count: int, seed: int
+) -> LayoutBatch:
+    """``count`` random valid layouts: random draws over every layout field, filtered by the engine's rules."""
+    rng = np.random.default_rng(seed)
+    draws = 60 * count
+    tp = rng.choice([1, 2, 4, 8, 16], draws)
+    pp = rng.choice([1, 2, 4, 8, 16, 32], draws)
+    cp = rng.choice([1, 1, 2, 4], draws)
+    ep = (
+        rng.choice([1, 2, 4, 8, 16, 32, 64], draws)
+        if model.moe is not None
+        else np.ones(draws, dtype=np.int64)
+    )
+    schedule = rng.integers(0, 5, draws)
+    batch = LayoutBatch(
+        tp=tp.astype(np.int64),
+        pp=pp.astype(np.int64),
+        cp=cp.astype(np.int64),
+        ep=ep.astype(np.int64),
+        dp=np.maximum(cluster.gpus // (tp * pp * cp), 1).astype(np.int64),
+        microbatch_seqs=rng.choice([1, 2, 4], draws).astype(np.int64),
+        schedule=schedule.astype(np.int64),
+        virtual_stages=np.where(schedule == 2, rng.choice([1, 2, 4], draws), 1).astype(np.int64),
+        sequence_parallel=rng.random(draws) < 0.5,
+        zero_stage=rng.integers(0, 4, draws).astype(np.int64),
+        fsdp_reshard_after_forward=rng.random(draws) < 0.5,
+        expert_tp=np.where(rng.random(draws) < 0.5, 1, tp).astype(np.int64),
+        recompute=rng.integers(0, 3, draws).astype(np.int64),
+        grad_reduce_fp32=rng.random(draws) < 0.5,
+    )
+    ok, _ = check_layouts(model=model, cluster=cluster, training=tr, layouts=batch)
+    index = np.flatnonzero(ok)[:count]
+    assert index.size == count, f"only {index.size} valid layouts drawn"
+    return LayoutBatch(**{name: getattr(batch, name)[index] for name in LAYOUT_FIELDS})
+
+
+def one(batch: LayoutBatch, i: int) -> LayoutBatch:
+    return LayoutBatch(**{name: getattr(batch, name)[i : i + 1] for name in LAYOUT_FIELDS})
+
+
+def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
+    llama_cluster = catalog_cluster("h100-sxm", 16384, "nvlink4", "roce-400g")
+    llama_tr = training(
+        llama_cluster,
+        seq_len=8192,
+        batch_tokens=16 * 1024 * 1024,
+        overlap=OverlapSpec(tp=0.3, cp=0.5, pp=0.8, dp=0.9),
+    )
+    ds_cluster = catalog_cluster("h800-sxm", 2048, "nvlink4-h800", "infiniband-ndr")
+    ds_tr = training(
+        ds_cluster,
+        seq_len=4096,
+        batch_tokens=15360 * 4096,
+        precision="fp8",
+        overlap=OverlapSpec(pp=0.9, dp=0.9, ep=0.7),
+    )
+    fused = dataclasses.replace(llama_tr, fused_attention=True)
+    return [
+        ("llama3-405b", LLAMA3_405B, llama_cluster, llama_tr),
+        ("deepseek-v3", DEEPSEEK_V3, ds_cluster, ds_tr),
+        ("llama3-405b-fused", LLAMA3_405B, llama_cluster, fused),
+    ]
+
+
+@pytest.mark.parametrize("scenario", _scenarios(), ids=lambda s: s[0])
+def test_thousand_layouts_batch_equals_batches_of_one_exactly(
+    scenario: tuple[str, ModelSpec, ClusterSpec, TrainingSpec],
+) -> None:
+    _, model, cluster, tr = scenario
+    layouts = random_layouts(model=model, cluster=cluster, tr=tr, count=1000, seed=7)
+    batch = evaluate(model=model, cluster=cluster, training=tr, layouts=layouts)
+    assert len(batch) == 1000
+    for i in range(1000):
+        single = evaluate(model=model, cluster=cluster, training=tr, layouts=one(layouts, i))
+        for f in fields(StepColumns):
+            a = getattr(batch, f.name)[i]
+            b = getattr(single, f.name)[0]
+            assert a == b, (i, f.name, a, b)
+            assert getattr(batch, f.name).dtype == getattr(single, f.name).dtype
+
+
+def test_rule_codes_batch_equals_batches_of_one() -> None:
+    _, model, cluster, tr = _scenarios()[1]
+    rng = np.random.default_rng(3)
+    n = 300
+    tp = rng.choice([1, 2, 3, 8], n)
+    layouts = LayoutBatch(
+        tp=tp.astype(np.int64),
+        pp=rng.choice([1, 2, 16], n).astype(np.int64),
+        cp=np.ones(n, dtype=np.int64),
+        ep=rng.choice([1, 3, 64], n).astype(np.int64),
+        dp=rng.choice([16, 64, 128, 1024], n).astype(np.int64),
+        microbatch_seqs=rng.choice([1, 7], n).astype(np.int64),
+        schedule=rng.integers(0, 5, n).astype(np.int64),
+        virtual_stages=rng.choice([1, 2], n).astype(np.int64),
+        sequence_parallel=rng.random(n) < 0.5,
+        zero_stage=rng.integers(0, 5, n).astype(np.int64),
+        fsdp_reshard_after_forward=rng.random(n) < 0.5,
+        expert_tp=tp.astype(np.int64),
+        recompute=rng.integers(0, 3, n).astype(np.int64),
+        grad_reduce_fp32=rng.random(n) < 0.5,
+    )
+    codes, _ = layout_rule_codes(model=model, cluster=cluster, training=tr, layouts=layouts)
+    ok, messages = check_layouts(model=model, cluster=cluster, training=tr, layouts=layouts)
+    assert (codes == 0).tolist() == ok.tolist()
+    assert 0 < int(ok.sum()) < n
+    for i in range(n):
+        c1, _ = layout_rule_codes(model=model, cluster=cluster, training=tr, layouts=one(layouts, i))
+        _ok1, m1 = check_layouts(model=model, cluster=cluster, training=tr, layouts=one(layouts, i))
+        assert int(c1[0]) == int(codes[i]) and m1[0] == messages[i]
