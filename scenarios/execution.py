@@ -1,0 +1,537 @@
+"""Run execution: claim, solve, store the result exactly once, and recover runs the broker or a worker lost.
+
+Every step is safe to repeat, because the broker may deliver a message twice (redelivery after a worker
+died, a sweeper re-send) and a worker may die at any instruction:
+
+* claim    one conditional UPDATE (queued -> running, attempts + 1, lease); a delivery that changes no
+           row stops. The attempt count lives in Postgres, so a run whose worker dies on every attempt ends
+           ``failed`` with the reason after ``max_attempts``, however often the broker redelivers it.
+* solve    pure; repeating it costs only time.
+* store    under a row lock on the plan (version numbering), INSERT the result unless (plan, input_hash)
+           exists, and mark the run succeeded only if this delivery still holds the claim, in one
+           transaction. A repeat finds the existing result and creates nothing.
+* sweep    queued runs whose message went out long ago are sent again; running runs whose lease expired
+           are put back to queued (or failed at the attempt cap) and sent again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import F, Q, Value
+from django.utils import timezone
+
+from scenarios import adapters, conf, pricing
+from scenarios.models import (
+    RUN_KIND_SOLVE,
+    STATUS_FAILED,
+    STATUS_QUEUED,
+    STATUS_RUNNING,
+    STATUS_SUCCEEDED,
+    Plan,
+    Result,
+    Run,
+)
+
+log = logging.getLogger(__name__)
+
+CLAIMED = "claimed"
+RESUMED = "resumed"
+CAPPED = "capped"
+BUSY = "busy"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Who holds a run: the Celery task id and its retry count (see ``Run.claim_task_id``)."""
+
+    task_id: str
+    retries: int
+    worker: str = ""
+
+
+_TAKEABLE_SQL = (
+    "(status = 'queued'"
+    " OR (status = 'running' AND lease_expires_at < %(now)s)"
+    " OR (status = 'running' AND claim_task_id = %(task_id)s AND claim_retries = %(retries)s))"
+)
+_GAVE_UP_SQL = (
+    "'gave up after ' || attempts || ' attempts: the worker running this run was lost each time "
+    "(killed, out of memory, or over the hard time limit) before it finished'"
+)
+
+
+def runs_claim(*, run_ids: Sequence[int], claim: Claim, now: dt.datetime | None = None) -> dict[int, str]:
+    """Try to take each run for this delivery, with three conditional UPDATEs over the whole set:
+
+    1. takeable and out of attempts -> failed with the reason (CAPPED);
+    2. takeable (queued, lease expired, or running under this very delivery: the broker redelivered it
+       because its worker died, which was an attempt) -> running, attempts + 1 (CLAIMED);
+    3. running under this task with another retry count (our own retry after a database or broker
+       error) -> keep going without counting an attempt (RESUMED).
+    Runs in none of these (done, or held by a live delivery) are BUSY: this delivery must not touch them.
+    The order matters: a run claimed in step 2 is not capped by step 1 in the same call."""
+    now = now or timezone.now()
+    ids = list(run_ids)
+    params: dict[str, Any] = {
+        "ids": ids,
+        "now": now,
+        "lease": now + dt.timedelta(seconds=conf.run_lease_s()),
+        "task_id": claim.task_id,
+        "retries": claim.retries,
+        "worker": claim.worker[:255],
+    }
+    states = dict.fromkeys(ids, BUSY)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE scenarios_run SET status = 'failed', finished_at = %(now)s, lease_expires_at = NULL, "
+            f"error = {_GAVE_UP_SQL} "
+            f"WHERE id = ANY(%(ids)s) AND attempts >= max_attempts AND {_TAKEABLE_SQL} RETURNING id",
+            params,
+        )
+        states.update({row[0]: CAPPED for row in cursor.fetchall()})
+        cursor.execute(
+            "UPDATE scenarios_run SET status = 'running', attempts = attempts + 1, started_at = %(now)s, "
+            "lease_expires_at = %(lease)s, claim_task_id = %(task_id)s, claim_retries = %(retries)s, "
+            f"worker = %(worker)s WHERE id = ANY(%(ids)s) AND attempts < max_attempts AND {_TAKEABLE_SQL} "
+            "RETURNING id",
+            params,
+        )
+        states.update({row[0]: CLAIMED for row in cursor.fetchall()})
+        cursor.execute(
+            "UPDATE scenarios_run SET claim_retries = %(retries)s, lease_expires_at = %(lease)s, "
+            "worker = %(worker)s WHERE id = ANY(%(ids)s) AND status = 'running' "
+            "AND claim_task_id = %(task_id)s AND claim_retries <> %(retries)s RETURNING id",
+            params,
+        )
+        states.update({row[0]: RESUMED for row in cursor.fetchall()})
+    return states
+
+
+def run_claim(*, run_id: int, claim: Claim, now: dt.datetime | None = None) -> str:
+    """``runs_claim`` for one run: CLAIMED/RESUMED (go on), CAPPED (just failed) or BUSY (stop)."""
+    return runs_claim(run_ids=[run_id], claim=claim, now=now)[run_id]
+
+
+def _gave_up_error() -> Any:
+    """'gave up after N attempts: ...' built in SQL, so the message carries the stored attempt count."""
+    from django.db.models import CharField
+    from django.db.models.functions import Cast, Concat
+
+    return Concat(
+        Value("gave up after "),
+        Cast(F("attempts"), output_field=CharField()),
+        Value(
+            " attempts: the worker running this run was lost each time (killed, out of memory, or over the "
+            "hard time limit) before it finished"
+        ),
+        output_field=CharField(),
+    )
+
+
+def _holding(run_id: int, claim: Claim) -> Q:
+    return Q(pk=run_id, status=STATUS_RUNNING, claim_task_id=claim.task_id)
+
+
+def run_fail(*, run_id: int, claim: Claim, error: str) -> bool:
+    """Mark a run this delivery holds as failed (bad input, time limit). False if it no longer holds it."""
+    return (
+        Run.objects.filter(_holding(run_id, claim)).update(
+            status=STATUS_FAILED, finished_at=timezone.now(), lease_expires_at=None, error=error[:10_000]
+        )
+        == 1
+    )
+
+
+def runs_renew_lease(*, run_ids: Sequence[int], claim: Claim) -> int:
+    """Extend the lease of the runs this delivery still holds; returns how many it holds."""
+    lease = timezone.now() + dt.timedelta(seconds=conf.run_lease_s())
+    return Run.objects.filter(
+        pk__in=list(run_ids), status=STATUS_RUNNING, claim_task_id=claim.task_id
+    ).update(lease_expires_at=lease)
+
+
+def runs_release(*, run_ids: Sequence[int], claim: Claim) -> list[int]:
+    """Put the runs this delivery holds back to queued (their attempt stays counted); returns their ids."""
+    held = list(
+        Run.objects.filter(
+            pk__in=list(run_ids), status=STATUS_RUNNING, claim_task_id=claim.task_id
+        ).values_list("pk", flat=True)
+    )
+    Run.objects.filter(pk__in=held, status=STATUS_RUNNING, claim_task_id=claim.task_id).update(
+        status=STATUS_QUEUED, enqueued_at=timezone.now(), lease_expires_at=None, claim_task_id="", worker=""
+    )
+    return held
+
+
+def run_progress(*, run_id: int, claim: Claim, points_done: int, points_total: int | None = None) -> bool:
+    """Record progress of a search or sweep and extend its lease (a long run is not taken for lost)."""
+    values: dict[str, Any] = {
+        "points_done": points_done,
+        "lease_expires_at": timezone.now() + dt.timedelta(seconds=conf.run_lease_s()),
+    }
+    if points_total is not None:
+        values["points_total"] = points_total
+    return Run.objects.filter(_holding(run_id, claim)).update(**values) == 1
+
+
+# --- Executors by run kind ----------------------------------------------------------------------------
+
+Executor = Callable[[dict[str, Any], Run, Claim], dict[str, Any]]
+
+
+def _solve(document: dict[str, Any], run: Run, claim: Claim) -> dict[str, Any]:
+    from solvers import solve
+
+    return solve(document)
+
+
+# Search and sweep register their executors here (kind -> callable returning the report document).
+EXECUTORS: dict[str, Executor] = {RUN_KIND_SOLVE: _solve}
+
+
+def register_executor(kind: str, executor: Executor) -> None:
+    EXECUTORS[kind] = executor
+
+
+# --- Storing results ----------------------------------------------------------------------------------
+
+
+def input_hash_of(document: dict[str, Any]) -> str:
+    """The canonical hash of the resolved scenario (the same as the report's ``input_hash``)."""
+    from solvers import canonical_hash, resolve
+
+    return str(canonical_hash(resolve(document).document))
+
+
+@dataclass(frozen=True)
+class Solved:
+    """A solved run waiting to be stored: ``inputs`` is a ``services.PlanInputs``."""
+
+    run: Run
+    inputs: Any
+    report: dict[str, Any]
+
+    @property
+    def input_hash(self) -> str:
+        return str(self.report.get("input_hash") or input_hash_of(self.inputs.document))
+
+
+@dataclass(frozen=True)
+class Stored:
+    result_id: int
+    version: int
+    created: bool
+
+
+_PREVIOUS_FIELDS = ("pk", "version", *adapters.DELTA_FIELDS)
+
+
+def _insert_results(results: list[Result]) -> None:
+    """INSERT results with server-side parameter binding, in the current transaction, and set their pks.
+
+    Django's psycopg backend binds parameters on the client by default, which escapes each ~25 KB report
+    in Python; handing the JSON to the server as a parameter is several times faster for bulk stores."""
+    import psycopg
+
+    if not results:
+        return
+    fields = [f for f in Result._meta.concrete_fields if not f.primary_key]
+    columns = ", ".join(connection.ops.quote_name(str(f.column)) for f in fields)
+    placeholders = ", ".join(["%s"] * len(fields))
+    sql = f"INSERT INTO {Result._meta.db_table} ({columns}) VALUES ({placeholders}) RETURNING id"
+    rows = [[f.get_db_prep_save(getattr(r, f.attname), connection) for f in fields] for r in results]
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.executemany(sql, rows, returning=True)
+        ids: list[int] = []
+        while True:
+            row = cursor.fetchone()
+            if row is not None:
+                ids.append(int(row[0]))
+            if not cursor.nextset():
+                break
+    for result, pk in zip(results, ids, strict=True):
+        result.pk = pk
+        result._state.adding = False
+        result._state.db = connection.alias
+
+
+def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int, Stored]:
+    """Store the reports of many runs in one transaction; returns {run id: Stored}.
+
+    Under row locks on the plans (taken in id order, so two workers cannot deadlock): a report whose
+    (plan, input_hash) is stored already returns that result; the others become version n+1 of their plan
+    with a delta against version n. Runs are marked succeeded only where ``claim`` still holds them.
+    A run of the same plan later in ``solved`` is numbered after an earlier one."""
+    from solvers import SOLVER_VERSION
+
+    if not solved:
+        return {}
+    now = timezone.now()
+    plan_ids = sorted({item.run.plan_id for item in solved})
+    hashes = {item.run.pk: item.input_hash for item in solved}
+    stored: dict[int, Stored] = {}
+    with transaction.atomic():
+        teams = dict(
+            Plan.objects.select_for_update()
+            .filter(pk__in=plan_ids)
+            .order_by("pk")
+            .values_list("pk", "team_id")
+        )
+        known: dict[tuple[int, str], Stored] = {
+            (plan_id, input_hash): Stored(result_id=pk, version=version, created=False)
+            for plan_id, input_hash, pk, version in Result.objects.filter(
+                plan_id__in=plan_ids, input_hash__in=set(hashes.values())
+            ).values_list("plan_id", "input_hash", "pk", "version")
+        }
+        latest: dict[int, dict[str, Any]] = {
+            row["plan_id"]: row
+            for row in Result.objects.filter(plan_id__in=plan_ids)
+            .order_by("plan_id", "-version")
+            .distinct("plan_id")
+            .values("plan_id", *_PREVIOUS_FIELDS)
+        }
+        pending = list(solved)
+        while pending:
+            # One new result per plan per pass, so each knows the primary key of its predecessor.
+            batch: dict[int, tuple[Solved, Result]] = {}
+            later: list[Solved] = []
+            for item in pending:
+                plan_id, input_hash = item.run.plan_id, hashes[item.run.pk]
+                if (plan_id, input_hash) in known:
+                    stored[item.run.pk] = known[(plan_id, input_hash)]
+                    continue
+                if plan_id in batch:
+                    later.append(item)  # numbered (or found, if its inputs are the same) in the next pass
+                    continue
+                previous = latest.get(plan_id)
+                columns = adapters.promoted_columns(item.report)
+                before = {name: previous[name] for name in adapters.DELTA_FIELDS} if previous else None
+                result = Result(
+                    plan_id=plan_id,
+                    team_id=teams[plan_id],
+                    version=(previous["version"] if previous else 0) + 1,
+                    kind=item.run.kind,
+                    input_snapshot=item.inputs.snapshot(),
+                    prices=item.inputs.prices,
+                    input_hash=input_hash,
+                    solver_version=str(item.report.get("solver_version") or SOLVER_VERSION),
+                    price_book_id=item.inputs.sheet.global_book.id if item.inputs.sheet.global_book else None,
+                    team_price_book_id=item.inputs.sheet.team_book.id
+                    if item.inputs.sheet.team_book
+                    else None,
+                    cluster_revision=item.inputs.revisions.cluster,
+                    model_revision=item.inputs.revisions.model,
+                    site_revision=item.inputs.revisions.site,
+                    report=item.report,
+                    previous_id=previous["pk"] if previous else None,
+                    delta=adapters.result_delta(
+                        current=columns,
+                        previous=before,
+                        previous_version=previous["version"] if previous else None,
+                    ),
+                    created_at=now,
+                    **columns,
+                )
+                batch[plan_id] = (item, result)
+            _insert_results([result for _, result in batch.values()])
+            for plan_id, (item, result) in batch.items():
+                entry = Stored(result_id=result.pk, version=result.version, created=True)
+                known[(plan_id, hashes[item.run.pk])] = entry
+                stored[item.run.pk] = entry
+                latest[plan_id] = {"plan_id": plan_id, "pk": result.pk, "version": result.version} | {
+                    name: getattr(result, name) for name in adapters.DELTA_FIELDS
+                }
+            pending = later
+        # The plan's current result is the one of its last run in this call.
+        current = {item.run.plan_id: stored[item.run.pk].result_id for item in solved}
+        with connection.cursor() as cursor:
+            # Joined to arrays rather than CASE WHEN per row: one short statement whatever the chunk size.
+            cursor.execute(
+                "UPDATE scenarios_plan AS p SET latest_result_id = v.result_id "
+                "FROM unnest(%s::bigint[], %s::bigint[]) AS v(id, result_id) WHERE p.id = v.id",
+                [list(current), list(current.values())],
+            )
+            run_ids = [item.run.pk for item in solved]
+            cursor.execute(
+                "UPDATE scenarios_run AS r SET status = %s, result_id = v.result_id, finished_at = %s, "
+                "lease_expires_at = NULL, error = '', points_done = r.points_total "
+                "FROM unnest(%s::bigint[], %s::bigint[]) AS v(id, result_id) "
+                "WHERE r.id = v.id AND r.status = %s AND (%s::text IS NULL OR r.claim_task_id = %s::text)",
+                [
+                    STATUS_SUCCEEDED,
+                    now,
+                    run_ids,
+                    [stored[run_id].result_id for run_id in run_ids],
+                    STATUS_RUNNING,
+                    claim.task_id if claim else None,
+                    claim.task_id if claim else None,
+                ],
+            )
+    return stored
+
+
+def result_store(*, run: Run, claim: Claim | None, inputs: Any, report: dict[str, Any]) -> Stored:
+    """``results_store`` for one run."""
+    return results_store(solved=[Solved(run=run, inputs=inputs, report=report)], claim=claim)[run.pk]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    run_id: int
+    status: str  # claim state (BUSY, CAPPED) or the run's final status
+    result_id: int | None = None
+    created: bool = False
+
+
+_RUN_RELATED = (*(f"plan__{path}" for path in adapters.PLAN_RELATED), "plan__site")
+
+
+def runs_execute(
+    *, run_ids: Sequence[int], claim: Claim, sheets: dict[int, pricing.PriceSheet] | None = None
+) -> list[Outcome]:
+    """Claim, solve and store runs (a chunk from the fan-out, or one run). Database and broker errors
+    propagate so the task retries; a run whose input the solver refuses fails with the field paths."""
+    from django.core.exceptions import ValidationError
+
+    from scenarios.services import plan_inputs
+    from solvers import ScenarioError
+
+    states = runs_claim(run_ids=run_ids, claim=claim)
+    outcomes = {run_id: Outcome(run_id=run_id, status=state) for run_id, state in states.items()}
+    held = [run_id for run_id, state in states.items() if state in (CLAIMED, RESUMED)]
+    sheets = sheets if sheets is not None else {}
+    solved: list[Solved] = []
+    renew_every_s = conf.run_lease_s() / 3
+    renewed_at = time.monotonic()
+    for run in Run.objects.filter(pk__in=held).select_related(*_RUN_RELATED).order_by("pk"):
+        if time.monotonic() - renewed_at > renew_every_s:
+            # A long chunk keeps its lease, or the sweeper would hand its runs to another worker.
+            runs_renew_lease(run_ids=held, claim=claim)
+            renewed_at = time.monotonic()
+        executor = EXECUTORS.get(run.kind)
+        if executor is None:
+            run_fail(
+                run_id=run.pk, claim=claim, error=f"run kind '{run.kind}' cannot be executed by this worker"
+            )
+            outcomes[run.pk] = Outcome(run_id=run.pk, status=STATUS_FAILED)
+            continue
+        try:
+            sheet = sheets.get(run.plan.team_id)
+            if sheet is None:
+                sheet = sheets[run.plan.team_id] = pricing.sheet_for_team(team_id=run.plan.team_id)
+            inputs = plan_inputs(plan=run.plan, sheet=sheet)
+            report = executor(inputs.document, run, claim)
+        except ScenarioError as exc:
+            detail = "; ".join(str(e) for e in exc.errors) or str(exc)
+            run_fail(run_id=run.pk, claim=claim, error=f"the scenario cannot be solved: {detail}")
+            outcomes[run.pk] = Outcome(run_id=run.pk, status=STATUS_FAILED)
+            continue
+        except ValidationError as exc:
+            run_fail(
+                run_id=run.pk, claim=claim, error=f"the plan cannot be resolved: {'; '.join(exc.messages)}"
+            )
+            outcomes[run.pk] = Outcome(run_id=run.pk, status=STATUS_FAILED)
+            continue
+        solved.append(Solved(run=run, inputs=inputs, report=report))
+    for run_id, entry in results_store(solved=solved, claim=claim).items():
+        outcomes[run_id] = Outcome(
+            run_id=run_id, status=STATUS_SUCCEEDED, result_id=entry.result_id, created=entry.created
+        )
+    return [outcomes[run_id] for run_id in run_ids]
+
+
+def run_execute(*, run_id: int, claim: Claim, sheets: dict[int, pricing.PriceSheet] | None = None) -> Outcome:
+    """``runs_execute`` for one run."""
+    return runs_execute(run_ids=[run_id], claim=claim, sheets=sheets)[0]
+
+
+# --- Enqueueing ---------------------------------------------------------------------------------------
+
+
+def chunks(items: Sequence[int], size: int) -> Iterable[list[int]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
+
+
+def enqueue_runs(*, run_ids: Sequence[int], chunk_size: int | None = None) -> int:
+    """Send runs to the broker, ``chunk_size`` run ids per message over one connection. Returns the number
+    of messages. A lost message is harmless: the sweeper sends the run again."""
+    from planner.celery import app
+    from scenarios import tasks
+
+    if not run_ids:
+        return 0
+    size = chunk_size or conf.run_chunk_size()
+    messages = 0
+    with app.producer_or_acquire() as producer:
+        if len(run_ids) == 1:
+            tasks.execute_run.apply_async(args=[run_ids[0]], producer=producer)
+            return 1
+        for part in chunks(list(run_ids), size):
+            if len(part) == 1:
+                tasks.execute_run.apply_async(args=[part[0]], producer=producer)
+            else:
+                tasks.execute_runs.apply_async(args=[part], producer=producer)
+            messages += 1
+    return messages
+
+
+# --- Sweeper ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    resent: int
+    expired: int
+    failed: int
+
+
+def runs_sweep(*, now: dt.datetime | None = None, send: bool = True) -> SweepReport:
+    """Re-send queued runs whose message went out ``sweep_queued_after_s`` ago and recover running runs
+    whose lease expired. Rows are picked with FOR UPDATE SKIP LOCKED, so two sweepers split the work."""
+    now = now or timezone.now()
+    limit = conf.sweep_batch_limit()
+    stale = now - dt.timedelta(seconds=conf.sweep_queued_after_s())
+    with transaction.atomic():
+        lost = list(
+            Run.objects.select_for_update(skip_locked=True)
+            .filter(Q(enqueued_at__lt=stale) | Q(enqueued_at__isnull=True), status=STATUS_QUEUED)
+            .order_by("queued_at")
+            .values_list("pk", flat=True)[:limit]
+        )
+        Run.objects.filter(pk__in=lost).update(enqueued_at=now)
+        expired_rows = list(
+            Run.objects.select_for_update(skip_locked=True)
+            .filter(status=STATUS_RUNNING, lease_expires_at__lt=now)
+            .order_by("lease_expires_at")
+            .values_list("pk", "attempts", "max_attempts")[:limit]
+        )
+        capped = [pk for pk, attempts, cap in expired_rows if attempts >= cap]
+        retry = [pk for pk, attempts, cap in expired_rows if attempts < cap]
+        if capped:
+            Run.objects.filter(pk__in=capped, status=STATUS_RUNNING).update(
+                status=STATUS_FAILED, finished_at=now, lease_expires_at=None, error=_gave_up_error()
+            )
+        if retry:
+            Run.objects.filter(pk__in=retry, status=STATUS_RUNNING).update(
+                status=STATUS_QUEUED, enqueued_at=now, lease_expires_at=None, claim_task_id="", worker=""
+            )
+        to_send = [*lost, *retry]
+        if send and to_send:
+            transaction.on_commit(lambda: enqueue_runs(run_ids=to_send))
+    if lost or expired_rows:
+        log.info(
+            "sweeper: resent %d queued, %d expired (%d failed at the attempt cap)",
+            len(lost),
+            len(retry),
+            len(capped),
+        )
+    return SweepReport(resent=len(lost), expired=len(retry), failed=len(capped))

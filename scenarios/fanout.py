@@ -1,0 +1,352 @@
+"""Automatic re-runs: after a price book is published, and nightly for plans marked ``auto_rerun``.
+
+Both create their runs with one bulk INSERT that skips conflicts with the unique constraint on
+(plan, price book, input hash) for automatic triggers, so two beat processes, a repeated fan-out message or
+a publish followed by the nightly check still produce one re-run per plan and price-book version. Plans
+whose current inputs already have a stored result get no run at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from scenarios import adapters, execution, pricing
+from scenarios.models import (
+    DEFAULT_MAX_ATTEMPTS,
+    RUN_KIND_SOLVE,
+    STATUS_QUEUED,
+    TRIGGER_PRICE_CHANGE,
+    TRIGGER_SCHEDULE,
+    ClusterRevision,
+    ModelRevision,
+    Plan,
+    PriceBook,
+    Result,
+    SiteRevision,
+)
+
+log = logging.getLogger(__name__)
+
+PLAN_ITERATOR_CHUNK = 2000
+FAN_OUT_BATCH = 1000
+
+
+def _flush(candidates: list[tuple[PlanRow, int | None, str]], trigger: str) -> tuple[int, int]:
+    run_ids = _create_runs(candidates=candidates, trigger=trigger)
+    return len(run_ids), execution.enqueue_runs(run_ids=run_ids)
+
+
+@dataclass(frozen=True)
+class FanOut:
+    price_book_id: int | None
+    plans_checked: int
+    plans_changed: int
+    runs_created: int
+    messages: int
+    elapsed_s: float
+
+
+def enqueue_price_fan_out(*, price_book_id: int) -> None:
+    from scenarios import tasks
+
+    tasks.fan_out_prices.delay(price_book_id)
+
+
+def _previous_book(book: PriceBook) -> PriceBook | None:
+    books = PriceBook.objects.filter(version__lt=book.version)
+    books = books.filter(team__isnull=True) if book.team is None else books.filter(team=book.team)
+    return books.order_by("-version").first()
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """What pricing a plan needs, read without building eight model instances per plan."""
+
+    pk: int
+    team_id: int
+    site_name: str
+    cloud_provider: str
+    training: dict[str, Any]
+    economics: dict[str, Any]
+    revisions: adapters.PlanRevisions
+
+    def document(self) -> dict[str, Any]:
+        return adapters.document_from_parts(
+            revisions=self.revisions, training=self.training, economics=self.economics
+        )
+
+    def price_key(self) -> tuple[Any, ...]:
+        """Prices depend on the cluster and site documents, the site's name, the provider and an explicit
+        cloud price in the plan: plans that share these share their prices."""
+        return (
+            self.team_id,
+            self.revisions.cluster.pk,
+            self.revisions.site.pk,
+            self.site_name,
+            self.cloud_provider,
+            self.economics.get("cloud_usd_per_gpu_hour") if isinstance(self.economics, dict) else None,
+        )
+
+
+_PLAN_COLUMNS = (
+    "pk",
+    "team_id",
+    "cloud_provider",
+    "training",
+    "economics",
+    "cluster_revision_id",
+    "model_revision_id",
+    "site_revision_id",
+    "cluster__latest_revision_id",
+    "model__latest_revision_id",
+    "site__latest_revision_id",
+    "site__name",
+)
+
+
+def _plan_rows(*, team_ids: Iterable[int] | None = None, auto_rerun_only: bool = False) -> Iterator[PlanRow]:
+    """Live plans in id order, with their revisions (pinned, else latest) loaded once per revision."""
+    plans = Plan.objects.filter(archived_at__isnull=True)
+    if team_ids is not None:
+        plans = plans.filter(team__in=list(team_ids))
+    if auto_rerun_only:
+        plans = plans.filter(auto_rerun=True)
+    cache: dict[type[Any], dict[int, Any]] = {ClusterRevision: {}, ModelRevision: {}, SiteRevision: {}}
+    rows = plans.order_by("pk").values_list(*_PLAN_COLUMNS)
+    batch: list[tuple[Any, ...]] = []
+
+    def emit(batch: list[tuple[Any, ...]]) -> Iterator[PlanRow]:
+        wanted: dict[type[Any], set[int]] = {model: set() for model in cache}
+        for row in batch:
+            for model, pinned, latest in (
+                (ClusterRevision, row[5], row[8]),
+                (ModelRevision, row[6], row[9]),
+                (SiteRevision, row[7], row[10]),
+            ):
+                rev_id = pinned or latest
+                if rev_id is not None and rev_id not in cache[model]:
+                    wanted[model].add(rev_id)
+        for model, ids in wanted.items():
+            if ids:
+                cache[model].update(model._default_manager.in_bulk(list(ids)))
+        for row in batch:
+            cluster = cache[ClusterRevision].get(row[5] or row[8])
+            model_rev = cache[ModelRevision].get(row[6] or row[9])
+            site = cache[SiteRevision].get(row[7] or row[10])
+            if cluster is None or model_rev is None or site is None:
+                continue  # a scenario without a revision cannot be priced; nothing to re-run
+            yield PlanRow(
+                pk=row[0],
+                team_id=row[1],
+                cloud_provider=row[2],
+                training=row[3] or {},
+                economics=row[4] or {},
+                revisions=adapters.PlanRevisions(cluster=cluster, model=model_rev, site=site),
+                site_name=row[11],
+            )
+
+    for row in rows.iterator(chunk_size=PLAN_ITERATOR_CHUNK):
+        batch.append(row)
+        if len(batch) >= PLAN_ITERATOR_CHUNK:
+            yield from emit(batch)
+            batch = []
+    yield from emit(batch)
+
+
+def _document_key(document: dict[str, Any]) -> str:
+    """The canonical hash of the priced scenario document (not resolved: cheap enough for 10,000 plans).
+    Equal documents solve to equal results, so it identifies "this plan with these inputs" for the
+    deduplication of automatic runs."""
+    from solvers import canonical_hash
+
+    return str(canonical_hash(document))
+
+
+def _resolved_hash_or_blank(document: dict[str, Any]) -> str:
+    """The result's input hash, or "" for a document the solver refuses (its run fails with the reason)."""
+    from solvers import ScenarioError
+
+    try:
+        return execution.input_hash_of(document)
+    except ScenarioError:
+        return ""
+
+
+_INSERT_RUNS_SQL = """
+INSERT INTO scenarios_run (
+    plan_id, team_id, price_book_id, input_hash, kind, trigger, status, params, attempts, max_attempts,
+    error, queued_at, enqueued_at, points_done, points_total, claim_task_id, claim_retries, worker
+)
+SELECT plan_id, team_id, price_book_id, input_hash, %(kind)s, %(trigger)s, %(status)s, '{}'::jsonb, 0,
+       %(max_attempts)s, '', %(now)s, %(now)s, 0, 0, '', 0, ''
+FROM unnest(%(plans)s::bigint[], %(teams)s::bigint[], %(books)s::bigint[], %(keys)s::text[])
+     AS candidate(plan_id, team_id, price_book_id, input_hash)
+ON CONFLICT DO NOTHING
+RETURNING id
+"""
+
+
+def _create_runs(*, candidates: list[tuple[PlanRow, int | None, str]], trigger: str) -> list[int]:
+    """Insert one automatic run per (plan, price book, document key) unless it exists, in one statement;
+    return the ids this call inserted (rows a concurrent beat inserted first conflict and are skipped)."""
+    import psycopg
+
+    if not candidates:
+        return []
+    params = {
+        "kind": RUN_KIND_SOLVE,
+        "trigger": trigger,
+        "status": STATUS_QUEUED,
+        "max_attempts": DEFAULT_MAX_ATTEMPTS,
+        "now": timezone.now(),
+        "plans": [plan.pk for plan, _, _ in candidates],
+        "teams": [plan.team_id for plan, _, _ in candidates],
+        "books": [book_id for _, book_id, _ in candidates],
+        "keys": [key for _, _, key in candidates],
+    }
+    connection.ensure_connection()
+    # Server-side binding: four arrays of 10,000 items are sent as parameters, not escaped in Python.
+    with transaction.atomic(), psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(_INSERT_RUNS_SQL, params)
+        return sorted(int(row[0]) for row in cursor.fetchall())
+
+
+def price_book_fan_out(*, price_book_id: int) -> FanOut:
+    """Re-run every live plan whose resolved prices differ between the book's predecessor and the book.
+
+    A global book is compared per team under that team's own override book, so a team that overrides the
+    changed price sees no change; a team book concerns that team's plans only."""
+    started = time.perf_counter()
+    book = PriceBook.objects.get(pk=price_book_id)
+    previous = _previous_book(book)
+    global_new: PriceBook | None
+    global_old: PriceBook | None
+    if book.team_id is None:
+        global_new, global_old = book, previous
+        team_ids = None
+    else:
+        global_new = global_old = pricing.latest_book(team_id=None)
+        team_ids = [book.team_id]
+    new_quotes = pricing.book_quotes(book=global_new, origin=pricing.ORIGIN_GLOBAL_BOOK)
+    old_quotes = (
+        new_quotes
+        if global_old == global_new
+        else pricing.book_quotes(book=global_old, origin=pricing.ORIGIN_GLOBAL_BOOK)
+    )
+    sheets: dict[int, tuple[pricing.PriceSheet, pricing.PriceSheet]] = {}
+    checked = changed = runs_created = messages = 0
+    candidates: list[tuple[PlanRow, int | None, str]] = []
+    price_changed: dict[tuple[Any, ...], bool] = {}
+    for plan in _plan_rows(team_ids=team_ids):
+        checked += 1
+        pair = sheets.get(plan.team_id)
+        if pair is None:
+            if book.team_id is None:
+                team_book = pricing.latest_book(team_id=plan.team_id)
+                team_new = team_old = team_book
+            else:
+                team_new, team_old = book, previous
+            pair = sheets[plan.team_id] = (
+                pricing.compose_sheet(global_book=global_new, team_book=team_new, global_quotes=new_quotes),
+                pricing.compose_sheet(global_book=global_old, team_book=team_old, global_quotes=old_quotes),
+            )
+        new_sheet, old_sheet = pair
+        document = plan.document()
+        key = plan.price_key()
+        if key not in price_changed:
+            _, new_prices = pricing.apply_prices(
+                document=document,
+                sheet=new_sheet,
+                site_name=plan.site_name,
+                cloud_provider=plan.cloud_provider,
+            )
+            _, old_prices = pricing.apply_prices(
+                document=document,
+                sheet=old_sheet,
+                site_name=plan.site_name,
+                cloud_provider=plan.cloud_provider,
+            )
+            price_changed[key] = pricing.price_values(new_prices) != pricing.price_values(old_prices)
+        if not price_changed[key]:
+            continue
+        priced, _ = pricing.apply_prices(
+            document=document, sheet=new_sheet, site_name=plan.site_name, cloud_provider=plan.cloud_provider
+        )
+        candidates.append((plan, book.pk, _document_key(priced)))
+        changed += 1
+        if len(candidates) >= FAN_OUT_BATCH:
+            # Workers start on the first batch while the rest of the plans are still being compared.
+            created, sent = _flush(candidates, TRIGGER_PRICE_CHANGE)
+            runs_created, messages = runs_created + created, messages + sent
+            candidates = []
+    created, sent = _flush(candidates, TRIGGER_PRICE_CHANGE)
+    runs_created, messages = runs_created + created, messages + sent
+    outcome = FanOut(
+        price_book_id=book.pk,
+        plans_checked=checked,
+        plans_changed=changed,
+        runs_created=runs_created,
+        messages=messages,
+        elapsed_s=time.perf_counter() - started,
+    )
+    log.info("price fan-out %s", outcome)
+    return outcome
+
+
+def plans_recheck(*, trigger: str = TRIGGER_SCHEDULE) -> FanOut:
+    """Queue a run for every live ``auto_rerun`` plan whose current inputs (revisions, prices, solver) have
+    no stored result; unchanged plans produce no rows."""
+    started = time.perf_counter()
+    global_book = pricing.latest_book(team_id=None)
+    global_quotes = pricing.book_quotes(book=global_book, origin=pricing.ORIGIN_GLOBAL_BOOK)
+    sheets: dict[int, pricing.PriceSheet] = {}
+    checked = 0
+    candidates: list[tuple[PlanRow, int | None, str]] = []
+    resolved: dict[int, str] = {}
+    for plan in _plan_rows(auto_rerun_only=True):
+        checked += 1
+        sheet = sheets.get(plan.team_id)
+        if sheet is None:
+            sheet = sheets[plan.team_id] = pricing.compose_sheet(
+                global_book=global_book,
+                team_book=pricing.latest_book(team_id=plan.team_id),
+                global_quotes=global_quotes,
+            )
+        priced, _ = pricing.apply_prices(
+            document=plan.document(),
+            sheet=sheet,
+            site_name=plan.site_name,
+            cloud_provider=plan.cloud_provider,
+        )
+        candidates.append((plan, sheet.newest_book_id, _document_key(priced)))
+        resolved[plan.pk] = _resolved_hash_or_blank(priced)
+    # Plans whose current inputs already have a stored result need nothing.
+    solved: set[tuple[int, str]] = set()
+    for start in range(0, len(candidates), 5000):
+        part = candidates[start : start + 5000]
+        solved.update(
+            Result.objects.filter(
+                plan_id__in=[plan.pk for plan, _, _ in part],
+                input_hash__in={resolved[plan.pk] for plan, _, _ in part},
+            ).values_list("plan_id", "input_hash")
+        )
+    candidates = [c for c in candidates if (c[0].pk, resolved[c[0].pk]) not in solved]
+    run_ids = _create_runs(candidates=candidates, trigger=trigger)
+    messages = execution.enqueue_runs(run_ids=run_ids)
+    outcome = FanOut(
+        price_book_id=None,
+        plans_checked=checked,
+        plans_changed=len(run_ids),
+        runs_created=len(run_ids),
+        messages=messages,
+        elapsed_s=time.perf_counter() - started,
+    )
+    log.info("nightly re-check %s", outcome)
+    return outcome

@@ -1,0 +1,507 @@
+"""Persistence of teams, scenarios with revisions, plans, price books, runs and append-only results.
+
+Postgres is the source of truth; Redis only carries run ids. Rows that other rows are computed from
+(revisions, published price books and their entries, results) are immutable: the model refuses to re-save
+them and the database refuses UPDATE (and DELETE for results and price books) with triggers installed by
+the migrations.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from scenarios.errors import ImmutableRowError
+
+ROLE_VIEWER = "viewer"
+ROLE_EDITOR = "editor"
+ROLE_ADMIN = "admin"
+ROLE_CHOICES = [(ROLE_VIEWER, "viewer"), (ROLE_EDITOR, "editor"), (ROLE_ADMIN, "admin")]
+# Higher rank includes the permissions of lower ranks.
+ROLE_RANK = {ROLE_VIEWER: 0, ROLE_EDITOR: 1, ROLE_ADMIN: 2}
+
+
+class Team(models.Model):
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["name"]  # noqa: RUF012
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=ROLE_CHOICES, default=ROLE_VIEWER)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        constraints = (
+            models.UniqueConstraint(fields=["team", "user"], name="membership_unique_team_user"),
+            models.CheckConstraint(
+                condition=Q(role__in=[ROLE_VIEWER, ROLE_EDITOR, ROLE_ADMIN]), name="membership_role_valid"
+            ),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.user_id}@{self.team_id}:{self.role}"
+
+    def allows(self, role: str) -> bool:
+        return ROLE_RANK[self.role] >= ROLE_RANK[role]
+
+
+# --- Scenarios and their revisions --------------------------------------------------------------------
+
+
+class ImmutableModel(models.Model):
+    """A row that is written once. ``save()`` on an existing row and ``delete()`` raise."""
+
+    immutable_delete: ClassVar[bool] = True
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk is not None and not self._state.adding:
+            raise ImmutableRowError(f"{type(self).__name__} {self.pk} is immutable")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        if self.immutable_delete:
+            raise ImmutableRowError(f"{type(self).__name__} {self.pk} cannot be deleted")
+        return super().delete(*args, **kwargs)
+
+
+class RevisionBase(ImmutableModel):
+    """One immutable version of a scenario part's document; ``number`` counts 1..n per scenario."""
+
+    # A scenario nobody depends on may be deleted with its history (services.scenario_delete).
+    immutable_delete = False
+
+    number = models.PositiveIntegerField()
+    document = models.JSONField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        abstract = True
+        ordering = ["scenario_id", "-number"]  # noqa: RUF012
+
+    def __str__(self) -> str:
+        return f"{self.scenario_id} r{self.number}"  # type: ignore[attr-defined]
+
+
+class ScenarioBase(models.Model):
+    """A named, team-owned part of a scenario document; the current content is ``latest_revision``."""
+
+    kind: ClassVar[str] = ""
+    part: ClassVar[str] = ""  # the key of the scenario document this scenario fills
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    archived_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["name"]  # noqa: RUF012
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.name}"
+
+    @property
+    def document(self) -> dict[str, Any]:
+        rev = self.latest_revision  # type: ignore[attr-defined]
+        return dict(rev.document) if rev is not None else {}
+
+
+class ClusterScenario(ScenarioBase):
+    kind = "cluster"
+    part = "cluster"
+    latest_revision = models.ForeignKey(
+        "ClusterRevision", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta(ScenarioBase.Meta):
+        constraints = (
+            models.UniqueConstraint(
+                fields=["team", "name"],
+                condition=Q(archived_at__isnull=True),
+                name="cluster_unique_live_name",
+            ),
+        )
+
+
+class ClusterRevision(RevisionBase):
+    scenario = models.ForeignKey(ClusterScenario, on_delete=models.CASCADE, related_name="revisions")
+
+    class Meta(RevisionBase.Meta):
+        constraints = (
+            models.UniqueConstraint(fields=["scenario", "number"], name="cluster_revision_unique_number"),
+        )
+
+
+class ModelScenario(ScenarioBase):
+    kind = "model"
+    part = "model"
+    latest_revision = models.ForeignKey(
+        "ModelRevision", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta(ScenarioBase.Meta):
+        constraints = (
+            models.UniqueConstraint(
+                fields=["team", "name"], condition=Q(archived_at__isnull=True), name="model_unique_live_name"
+            ),
+        )
+
+
+class ModelRevision(RevisionBase):
+    scenario = models.ForeignKey(ModelScenario, on_delete=models.CASCADE, related_name="revisions")
+
+    class Meta(RevisionBase.Meta):
+        constraints = (
+            models.UniqueConstraint(fields=["scenario", "number"], name="model_revision_unique_number"),
+        )
+
+
+class SiteScenario(ScenarioBase):
+    kind = "site"
+    part = "site"
+    latest_revision = models.ForeignKey(
+        "SiteRevision", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta(ScenarioBase.Meta):
+        constraints = (
+            models.UniqueConstraint(
+                fields=["team", "name"], condition=Q(archived_at__isnull=True), name="site_unique_live_name"
+            ),
+        )
+
+
+class SiteRevision(RevisionBase):
+    scenario = models.ForeignKey(SiteScenario, on_delete=models.CASCADE, related_name="revisions")
+
+    class Meta(RevisionBase.Meta):
+        constraints = (
+            models.UniqueConstraint(fields=["scenario", "number"], name="site_revision_unique_number"),
+        )
+
+
+SCENARIO_MODELS: dict[str, type[ScenarioBase]] = {
+    "cluster": ClusterScenario,
+    "model": ModelScenario,
+    "site": SiteScenario,
+}
+
+
+# --- Plans --------------------------------------------------------------------------------------------
+
+
+class Plan(models.Model):
+    """Cluster + model + site (each pinned to a revision, or following the latest) + training choices."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="plans")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, default="")
+    cluster = models.ForeignKey(ClusterScenario, on_delete=models.PROTECT, related_name="plans")
+    model = models.ForeignKey(ModelScenario, on_delete=models.PROTECT, related_name="plans")
+    site = models.ForeignKey(SiteScenario, on_delete=models.PROTECT, related_name="plans")
+    # Null: follow the scenario's latest revision.
+    cluster_revision = models.ForeignKey(
+        ClusterRevision, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    model_revision = models.ForeignKey(
+        ModelRevision, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    site_revision = models.ForeignKey(
+        SiteRevision, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    training = models.JSONField(default=dict, blank=True)
+    economics = models.JSONField(default=dict, blank=True)
+    auto_rerun = models.BooleanField(default=False)
+    # Selects "<provider>:<accelerator>" cloud prices in the price book (empty: the accelerator's price).
+    cloud_provider = models.CharField(max_length=64, blank=True, default="")
+    # The newest stored result, kept here so lists and the price fan-out need no per-plan subquery.
+    latest_result = models.ForeignKey(
+        "Result", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    archived_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]  # noqa: RUF012
+        constraints = (
+            models.UniqueConstraint(
+                fields=["team", "name"], condition=Q(archived_at__isnull=True), name="plan_unique_live_name"
+            ),
+        )
+        indexes = (
+            models.Index(
+                fields=["auto_rerun"], condition=Q(archived_at__isnull=True), name="plan_auto_rerun"
+            ),
+        )
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# --- Price books --------------------------------------------------------------------------------------
+
+PRICE_ACCELERATOR = "accelerator"
+PRICE_NODE = "node"
+PRICE_CLOUD = "cloud"
+PRICE_ELECTRICITY = "electricity"
+PRICE_KIND_CHOICES = [
+    (PRICE_ACCELERATOR, "accelerator unit price (USD per accelerator)"),
+    (PRICE_NODE, "node unit price (USD per node)"),
+    (PRICE_CLOUD, "cloud price (USD per GPU-hour)"),
+    (PRICE_ELECTRICITY, "electricity price (USD per kWh)"),
+]
+PRICE_UNITS = {
+    PRICE_ACCELERATOR: "usd",
+    PRICE_NODE: "usd",
+    PRICE_CLOUD: "usd_per_gpu_hour",
+    PRICE_ELECTRICITY: "usd_per_kwh",
+}
+
+
+class PriceBook(ImmutableModel):
+    """A published, immutable sheet of prices. ``team`` null is the global book; a team book overrides it
+    key by key. ``version`` counts 1..n per team (and for the global books)."""
+
+    team = models.ForeignKey(
+        Team, on_delete=models.PROTECT, null=True, blank=True, related_name="price_books"
+    )
+    version = models.PositiveIntegerField()
+    name = models.CharField(max_length=200)
+    notes = models.TextField(blank=True, default="")
+    source = models.CharField(max_length=500, blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    published_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["team_id", "-version"]  # noqa: RUF012
+        constraints = (
+            # NULLS NOT DISTINCT: global books (team null) also count 1..n without duplicates.
+            models.UniqueConstraint(
+                fields=["team", "version"], name="price_book_unique_version", nulls_distinct=False
+            ),
+        )
+
+    def __str__(self) -> str:
+        scope = "global" if self.team_id is None else f"team {self.team_id}"
+        return f"{scope} v{self.version} {self.name}"
+
+
+class PriceEntry(ImmutableModel):
+    price_book = models.ForeignKey(PriceBook, on_delete=models.PROTECT, related_name="entries")
+    kind = models.CharField(max_length=16, choices=PRICE_KIND_CHOICES)
+    # accelerator / node: catalog key; cloud: "<accelerator>" or "<provider>:<accelerator>";
+    # electricity: region key or "site:<site scenario name>".
+    key = models.CharField(max_length=200)
+    value = models.FloatField()
+    unit = models.CharField(max_length=32)
+    source = models.CharField(max_length=500, blank=True, default="")
+    effective_date = models.DateField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["price_book_id", "kind", "key"]  # noqa: RUF012
+        constraints = (
+            models.UniqueConstraint(fields=["price_book", "kind", "key"], name="price_entry_unique_key"),
+            models.CheckConstraint(
+                condition=Q(kind__in=[PRICE_ACCELERATOR, PRICE_NODE, PRICE_CLOUD, PRICE_ELECTRICITY]),
+                name="price_entry_kind_valid",
+            ),
+            models.CheckConstraint(condition=Q(value__gte=0), name="price_entry_value_non_negative"),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.key}={self.value} {self.unit}"
+
+
+# --- Runs and results ---------------------------------------------------------------------------------
+
+RUN_KIND_SOLVE = "solve"
+RUN_KIND_SEARCH = "search"
+RUN_KIND_SWEEP = "sweep"
+RUN_KIND_CHOICES = [(RUN_KIND_SOLVE, "solve"), (RUN_KIND_SEARCH, "search"), (RUN_KIND_SWEEP, "sweep")]
+
+TRIGGER_USER = "user"
+TRIGGER_API = "api"
+TRIGGER_PRICE_CHANGE = "price_change"
+TRIGGER_SCHEDULE = "schedule"
+TRIGGER_CHOICES = [
+    (TRIGGER_USER, "user"),
+    (TRIGGER_API, "api"),
+    (TRIGGER_PRICE_CHANGE, "price change"),
+    (TRIGGER_SCHEDULE, "schedule"),
+]
+AUTOMATIC_TRIGGERS = [TRIGGER_PRICE_CHANGE, TRIGGER_SCHEDULE]
+
+STATUS_QUEUED = "queued"
+STATUS_RUNNING = "running"
+STATUS_SUCCEEDED = "succeeded"
+STATUS_FAILED = "failed"
+STATUS_CHOICES = [
+    (STATUS_QUEUED, "queued"),
+    (STATUS_RUNNING, "running"),
+    (STATUS_SUCCEEDED, "succeeded"),
+    (STATUS_FAILED, "failed"),
+]
+ACTIVE_STATUSES = [STATUS_QUEUED, STATUS_RUNNING]
+DEFAULT_MAX_ATTEMPTS = 3
+
+
+class Run(models.Model):
+    """A mutable job row. The worker claims it with a conditional UPDATE; ``attempts`` is stored here, not in
+    the broker, so a task that kills its worker every time still ends ``failed`` after ``max_attempts``."""
+
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="runs")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="runs")
+    kind = models.CharField(max_length=16, choices=RUN_KIND_CHOICES, default=RUN_KIND_SOLVE)
+    trigger = models.CharField(max_length=16, choices=TRIGGER_CHOICES, default=TRIGGER_API)
+    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=STATUS_QUEUED)
+    # Search and sweep parameters (objective, axes); empty for a plain solve.
+    params = models.JSONField(default=dict, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    max_attempts = models.PositiveIntegerField(default=DEFAULT_MAX_ATTEMPTS)
+    error = models.TextField(blank=True, default="")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    queued_at = models.DateTimeField(default=timezone.now)
+    # Last time a message for this run was handed to the broker (the sweeper re-sends after a while).
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # The Celery delivery that holds the claim: a redelivery of the same message after its worker died
+    # (same task id, same retry count) counts a new attempt; the task's own retry (retry count + 1) after
+    # a database or broker error resumes the claim without counting one.
+    claim_task_id = models.CharField(max_length=64, blank=True, default="")
+    claim_retries = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=255, blank=True, default="")
+    points_done = models.PositiveIntegerField(default=0)
+    points_total = models.PositiveIntegerField(default=0)
+    # The newest price book in effect for the plan when an automatic run was created.
+    price_book = models.ForeignKey(
+        PriceBook, on_delete=models.PROTECT, null=True, blank=True, related_name="runs"
+    )
+    # For automatic runs: the canonical hash of the priced scenario document the run was created for
+    # (with plan and price book, the deduplication key of automatic runs; not the result's input_hash,
+    # which is the hash of the resolved document).
+    input_hash = models.CharField(max_length=64, blank=True, default="")
+    result = models.ForeignKey("Result", on_delete=models.PROTECT, null=True, blank=True, related_name="runs")
+
+    class Meta:
+        ordering = ["-queued_at", "-id"]  # noqa: RUF012
+        constraints = (
+            models.CheckConstraint(
+                condition=Q(status__in=[STATUS_QUEUED, STATUS_RUNNING, STATUS_SUCCEEDED, STATUS_FAILED]),
+                name="run_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(trigger__in=[TRIGGER_USER, TRIGGER_API, TRIGGER_PRICE_CHANGE, TRIGGER_SCHEDULE]),
+                name="run_trigger_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(kind__in=[RUN_KIND_SOLVE, RUN_KIND_SEARCH, RUN_KIND_SWEEP]), name="run_kind_valid"
+            ),
+            # Two beat processes (or a publish and the nightly check) racing for the same plan, price book
+            # and inputs create one automatic run: the second INSERT conflicts and is skipped.
+            models.UniqueConstraint(
+                fields=["plan", "price_book", "input_hash"],
+                condition=Q(trigger__in=AUTOMATIC_TRIGGERS),
+                nulls_distinct=False,
+                name="run_one_automatic_per_plan_price_book",
+            ),
+        )
+        indexes = (
+            # The sweeper scans only active runs.
+            models.Index(
+                fields=["status", "queued_at"], condition=Q(status__in=ACTIVE_STATUSES), name="run_active"
+            ),
+            models.Index(fields=["plan", "-queued_at"], name="run_plan_recent"),
+            models.Index(fields=["team", "-queued_at"], name="run_team_recent"),
+        )
+
+    def __str__(self) -> str:
+        return f"run {self.pk} {self.kind} {self.status}"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (STATUS_SUCCEEDED, STATUS_FAILED)
+
+
+class Result(ImmutableModel):
+    """An append-only solved report with its provenance. Unique on (plan, input_hash): solving unchanged
+    inputs again returns this row. ``version`` counts 1..n per plan without gaps."""
+
+    plan = models.ForeignKey(Plan, on_delete=models.PROTECT, related_name="results")
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="results")
+    version = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16, choices=RUN_KIND_CHOICES, default=RUN_KIND_SOLVE)
+    input_snapshot = models.JSONField()
+    # Which price came from where: {"<path>": {"value", "unit", "origin": "scenario|team_book|global_book|
+    # catalog", "price_book": id|null, "price_book_version": n|null, "key", "source"}}.
+    prices = models.JSONField(default=dict)
+    input_hash = models.CharField(max_length=64)
+    solver_version = models.CharField(max_length=64)
+    # The price books in effect when the inputs were resolved (global and the team's override).
+    price_book = models.ForeignKey(
+        PriceBook, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    team_price_book = models.ForeignKey(
+        PriceBook, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    cluster_revision = models.ForeignKey(ClusterRevision, on_delete=models.PROTECT, related_name="results")
+    model_revision = models.ForeignKey(ModelRevision, on_delete=models.PROTECT, related_name="results")
+    site_revision = models.ForeignKey(SiteRevision, on_delete=models.PROTECT, related_name="results")
+    report = models.JSONField()
+    previous = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    delta = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # Promoted from the report for lists, filters and compare.
+    step_s = models.FloatField(null=True, blank=True)
+    mfu = models.FloatField(null=True, blank=True)
+    total_usd = models.FloatField(null=True, blank=True)
+    usd_per_million_tokens = models.FloatField(null=True, blank=True)
+    total_kgco2e = models.FloatField(null=True, blank=True)
+    wall_clock_days = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["plan_id", "-version"]  # noqa: RUF012
+        constraints = (
+            models.UniqueConstraint(fields=["plan", "input_hash"], name="result_unique_plan_input"),
+            models.UniqueConstraint(fields=["plan", "version"], name="result_unique_plan_version"),
+            models.CheckConstraint(condition=Q(version__gte=1), name="result_version_positive"),
+        )
+        indexes = (
+            models.Index(fields=["team", "-created_at"], name="result_team_recent"),
+            models.Index(fields=["usd_per_million_tokens"], name="result_usd_per_mtok"),
+            models.Index(fields=["total_kgco2e"], name="result_kgco2e"),
+            models.Index(fields=["step_s"], name="result_step_s"),
+        )
+
+    def __str__(self) -> str:
+        return f"plan {self.plan_id} v{self.version}"

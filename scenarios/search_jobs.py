@@ -1,0 +1,896 @@
+"""Search and sweep jobs: a design-space search or a sweep of a plan, run as a Run with progress, stored as a
+versioned Result like a solve.
+
+Search (``kind="search"``): one task. ``search_request`` checks the options and counts the layouts of the
+search space (milliseconds, ``solvers.search.count_layouts``) and refuses a space over
+``MAX_LAYOUTS_PER_SEARCH`` before anything is queued; the run then goes through the same path as a solve
+(``services.run_request`` -> ``scenarios.execute_run`` -> ``execution.runs_execute``) with the search
+executor registered below, which reports layouts evaluated / layouts to evaluate on the Run row while the
+engine works.
+
+Sweep (``kind="sweep"``): ``sweep_request`` expands the points (refusing more than ``MAX_SWEEP_POINTS``
+before anything is queued) and queues ``scenarios.sweep_start``, which claims the run like a solve (attempt
+cap, lease), freezes the plan's priced inputs in ``Run.params["job"]`` and sends one ``scenarios.sweep_chunk``
+task per chunk of points as a Celery group, so every worker process on the queue takes chunks. Each chunk:
+
+* is claimed under the run's row lock, with an attempt count per chunk (a chunk whose worker is lost
+  ``max_attempts`` times fails the run, as a solve would);
+* solves its points (``solvers.sweep.sweep_point``) and records their rows with ONE conditional UPDATE
+  (run running, same frozen inputs, chunk not yet recorded): ``points_done = points_done + n`` and the rows
+  under ``params.job.chunks.<k>``, so a chunk delivered twice is counted once;
+* then checks whether every chunk is recorded and, if so, runs the final aggregation (``sweep_finish``):
+  rows in point order, the Pareto front, the best point, stored with ``execution.results_store``. The
+  aggregation is safe to run twice or concurrently: the result is unique on (plan, input hash) and the run
+  is marked succeeded only while it is running. Once stored, the rows are dropped from the run row (the
+  result holds them), so reading runs does not carry them along.
+
+A sweep that the sweeper re-sends (its message was lost, or its lease expired while chunks queued behind
+other work) arrives through ``scenarios.execute_run``; the sweep executor registered below then finishes it
+in that worker, keeping the chunks already recorded.
+
+The result's ``input_hash`` hashes the job kind, the resolved scenario and the options, so a search or a
+sweep of a plan never collides with the plan's solve result, and repeating an unchanged job returns the
+stored result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from celery import group, shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import connection, transaction
+from django.db.models import F
+from django.db.models.expressions import RawSQL
+from django.db.models.fields.json import JSONField
+from django.utils import timezone
+
+from scenarios import adapters, conf, execution, pricing, services
+from scenarios.models import (
+    RUN_KIND_SEARCH,
+    RUN_KIND_SWEEP,
+    STATUS_FAILED,
+    STATUS_RUNNING,
+    TRIGGER_API,
+    TRIGGER_CHOICES,
+    ClusterRevision,
+    ModelRevision,
+    Plan,
+    Run,
+    SiteRevision,
+)
+from scenarios.tasks import RETRY_OPTIONS, _claim, _time_limit_error
+
+log = logging.getLogger(__name__)
+
+SEARCH_OPTION_KEYS: tuple[str, ...] = ("objective", "top", "pareto", "space")
+SWEEP_OPTION_KEYS: tuple[str, ...] = ("axes", "mode", "objective", "pareto", "space")
+
+# Chunk sizing: at most this many points per chunk ...
+DEFAULT_SWEEP_CHUNK_POINTS = 20
+# ... at most about this many layouts per chunk (about 10 s of engine time at 200,000 layouts/s), so that a
+# chunk of large searches stays far inside the task time limit ...
+DEFAULT_SWEEP_CHUNK_LAYOUTS = 2_000_000
+# ... and at least this many chunks when there are enough points, so that two or more workers share a
+# small sweep.
+DEFAULT_SWEEP_MIN_CHUNKS = 16
+# How often a search writes its progress to the Run row.
+SEARCH_PROGRESS_PERIOD_S = 0.2
+
+CHUNK_GONE = "gone"  # the run no longer exists (deleted with its plan)
+CHUNK_FINISHED = "finished"  # the run is done (succeeded or failed) or not running
+CHUNK_STALE = "stale"  # the run's inputs were frozen again since this chunk was sent
+CHUNK_DONE = "done"  # the chunk's rows are recorded already
+CHUNK_GO = "go"  # this delivery solves the chunk
+CHUNK_CAPPED = "capped"  # the chunk lost its worker too often: the run failed
+
+
+def _setting_int(name: str, default: int) -> int:
+    """A Django setting of that name wins, then the environment variable, then the default."""
+    value = getattr(settings, name, None)
+    if value is None:
+        raw = os.environ.get(name, "")
+        value = int(raw) if raw.strip() else default
+    return int(value)
+
+
+def sweep_chunk_points() -> int:
+    return max(1, _setting_int("SWEEP_CHUNK_POINTS", DEFAULT_SWEEP_CHUNK_POINTS))
+
+
+def sweep_chunk_layouts() -> int:
+    return max(1, _setting_int("SWEEP_CHUNK_LAYOUTS", DEFAULT_SWEEP_CHUNK_LAYOUTS))
+
+
+def sweep_min_chunks() -> int:
+    return max(1, _setting_int("SWEEP_MIN_CHUNKS", DEFAULT_SWEEP_MIN_CHUNKS))
+
+
+# --- Validation: request field paths -----------------------------------------------------------------
+
+
+def _request_path(path: str) -> str:
+    """A solver field path as the request names it: ``sweep.axes[0].field`` -> ``axes[0].field``,
+    ``search.space.tp`` -> ``space.tp``; paths of the plan's own document stay as they are."""
+    for section in ("sweep", "search"):
+        if path == section:
+            return "__all__"
+        if path.startswith(f"{section}."):
+            return path[len(section) + 1 :]
+    return path or "__all__"
+
+
+def _refusal(exc: Exception) -> ValidationError:
+    """``solvers.ScenarioError`` -> ``ValidationError`` {request field path: [messages]}."""
+    errors: dict[str, list[str]] = {}
+    for error in getattr(exc, "errors", []):
+        errors.setdefault(_request_path(str(error.path)), []).append(str(error.message))
+    return ValidationError(errors or {"__all__": [str(exc)]})
+
+
+def _auto_layout(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The document with ``training.layout: auto`` (a search or sweep chooses the layout itself)."""
+    out = dict(document)
+    training = out.get("training")
+    out["training"] = {**(dict(training) if isinstance(training, Mapping) else {}), "layout": "auto"}
+    return out
+
+
+def _layouts_of(document: Mapping[str, Any], space: Any) -> int:
+    """Layouts the search of ``document`` over ``space`` would build (``count_layouts``, milliseconds)."""
+    from solvers import resolve
+    from solvers.search import count_layouts, default_space, space_from_document
+
+    resolved = resolve(_auto_layout(document))
+    model, cluster, training = resolved.model, resolved.cluster, resolved.training
+    default = default_space(model=model, cluster=cluster, training=training)
+    return int(
+        count_layouts(
+            model=model, cluster=cluster, training=training, space=space_from_document(space, default=default)
+        )
+    )
+
+
+def _job_hash(*, kind: str, document: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+    """The result key of a job: its kind, the canonical hash of the resolved scenario (layout left to the
+    search) and its options. A search also keys on the plan's own layout: it is reported as the baseline."""
+    from solvers import canonical_hash, resolve
+
+    training = document.get("training")
+    given_layout = training.get("layout") if isinstance(training, Mapping) else None
+    payload = {
+        "kind": kind,
+        "scenario": canonical_hash(resolve(_auto_layout(document)).document),
+        "layout": given_layout if kind == RUN_KIND_SEARCH else None,
+        "options": options,
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _check_trigger(trigger: str) -> None:
+    if trigger not in {value for value, _ in TRIGGER_CHOICES}:
+        raise ValidationError({"trigger": [f"must be one of {', '.join(v for v, _ in TRIGGER_CHOICES)}"]})
+
+
+def _check_plan(plan: Plan) -> None:
+    if plan.archived_at is not None:
+        raise ValidationError({"plan": ["the plan is archived"]})
+
+
+# --- Search ------------------------------------------------------------------------------------------
+
+
+def search_options(
+    *,
+    objective: str | None = None,
+    top: int | None = None,
+    pareto: Sequence[str] | None = None,
+    space: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``search`` section of a scenario document from the request's options (absent ones left out)."""
+    options: dict[str, Any] = {}
+    if objective is not None:
+        options["objective"] = objective
+    if top is not None:
+        options["top"] = top
+    if pareto is not None:
+        options["pareto"] = list(pareto)
+    if space is not None:
+        options["space"] = dict(space)
+    return options
+
+
+def search_check(*, plan: Plan, options: Mapping[str, Any]) -> int:
+    """Validate a search of ``plan`` and return the number of layouts it would evaluate at most.
+
+    Raises ``ValidationError`` naming the request field (``objective``, ``pareto[1]``, ``space.tp``, ...)
+    for bad options, and ``space`` when the space holds more than ``MAX_LAYOUTS_PER_SEARCH`` layouts or
+    none that passes the divisibility, batch and schedule rules."""
+    from solvers import ScenarioError
+    from solvers.search import MAX_LAYOUTS_PER_SEARCH, parse_search_request
+
+    unknown = sorted(set(options) - set(SEARCH_OPTION_KEYS))
+    if unknown:
+        raise ValidationError(
+            {name: [f"unknown option; expected one of {', '.join(SEARCH_OPTION_KEYS)}"] for name in unknown}
+        )
+    document = services.plan_document(plan=plan)
+    try:
+        request = parse_search_request({**document, "search": dict(options)})
+        layouts = _layouts_of(request.scenario, request.space)
+    except ScenarioError as exc:
+        raise _refusal(exc) from None
+    if layouts > MAX_LAYOUTS_PER_SEARCH:
+        raise ValidationError(
+            {
+                "space": [
+                    f"the search space holds {layouts:,} layouts, more than the limit of "
+                    f"{MAX_LAYOUTS_PER_SEARCH:,} per search; list fewer values for some axes of space"
+                ]
+            }
+        )
+    if layouts == 0:
+        raise ValidationError(
+            {"space": ["no layout of the search space passes the divisibility, batch and schedule rules"]}
+        )
+    return layouts
+
+
+def search_request(
+    *,
+    plan: Plan,
+    user: services.UserLike,
+    objective: str | None = None,
+    top: int | None = None,
+    pareto: Sequence[str] | None = None,
+    space: Mapping[str, Any] | None = None,
+    trigger: str = TRIGGER_API,
+) -> Run:
+    """Queue a design-space search of the plan's current inputs (``training.layout`` is searched; the
+    plan's own layout is reported as the baseline). Validated before anything is queued; the run is
+    created in the caller's transaction and sent once it commits. ``points_total`` starts as the number of
+    layouts the space builds and becomes the number the engine evaluates once the search runs."""
+    _check_trigger(trigger)
+    _check_plan(plan)
+    options = search_options(objective=objective, top=top, pareto=pareto, space=space)
+    layouts = search_check(plan=plan, options=options)
+    return services.run_request(
+        plan=plan,
+        user=user,
+        trigger=trigger,
+        kind=RUN_KIND_SEARCH,
+        params={"search": options},
+        points_total=layouts,
+    )
+
+
+class _SearchProgress:
+    """The search's progress callback: layouts evaluated / to evaluate on the Run row, at most every
+    ``SEARCH_PROGRESS_PERIOD_S`` (and always the last step), with the claim's conditional UPDATE."""
+
+    def __init__(self, *, run_id: int, claim: execution.Claim) -> None:
+        self.run_id = run_id
+        self.claim = claim
+        self.last_s: float | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and self.last_s is not None and now - self.last_s < SEARCH_PROGRESS_PERIOD_S:
+            return
+        self.last_s = now
+        execution.run_progress(run_id=self.run_id, claim=self.claim, points_done=done, points_total=total)
+
+
+def _search_executor(document: dict[str, Any], run: Run, claim: execution.Claim) -> dict[str, Any]:
+    """Executor of ``kind="search"`` runs (``execution.EXECUTORS``): the search document of the plan's
+    inputs, keyed by ``_job_hash`` so that it is stored apart from the plan's solve result."""
+    from solvers import SOLVER_VERSION
+    from solvers.search import search_document
+
+    options = dict((run.params or {}).get("search") or {})
+    out = search_document(
+        {**document, "search": options}, progress=_SearchProgress(run_id=run.pk, claim=claim)
+    )
+    out["schema_version"] = adapters.SCHEMA_VERSION
+    out["solver_version"] = SOLVER_VERSION
+    out["kind"] = RUN_KIND_SEARCH
+    out["input_hash"] = _job_hash(kind=RUN_KIND_SEARCH, document=document, options=options)
+    return out
+
+
+# --- Sweep: request ----------------------------------------------------------------------------------
+
+
+def sweep_sections(
+    *,
+    axes: Any,
+    mode: str | None = None,
+    objective: str | None = None,
+    pareto: Sequence[str] | None = None,
+    space: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``sweep`` and ``search`` sections of a sweep document from the request's options."""
+    sweep: dict[str, Any] = {"axes": axes}
+    if mode is not None:
+        sweep["mode"] = mode
+    if objective is not None:
+        sweep["objective"] = objective
+    if pareto is not None:
+        sweep["pareto"] = list(pareto)
+    search: dict[str, Any] = {} if space is None else {"space": dict(space)}
+    return sweep, search
+
+
+def _plan_of(document: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
+    """``solvers.sweep.plan_sweep`` of the plan's document with the run's sweep and search sections."""
+    from solvers.sweep import plan_sweep
+
+    return plan_sweep({**document, "sweep": params.get("sweep") or {}, "search": params.get("search") or {}})
+
+
+def _sweep_options(planned: Any) -> dict[str, Any]:
+    """What a sweep's result depends on besides the scenario: the expanded axes, not their spelling."""
+    return {
+        "axes": [{"field": a.field, "values": list(a.values)} for a in planned.axes],
+        "mode": planned.mode,
+        "objective": planned.request.objective,
+        "pareto": list(planned.pareto),
+        "space": planned.request.space,
+    }
+
+
+def _chunk_size(*, points: int, layouts_per_point: int) -> int:
+    """Points per chunk: at most ``SWEEP_CHUNK_POINTS``, about ``SWEEP_CHUNK_LAYOUTS`` layouts, and at least
+    ``SWEEP_MIN_CHUNKS`` chunks when there are that many points.
+
+    Example: 1,000 points of 74,250 layouts each -> min(20, ceil(1000/16) = 63, 2e6 // 74,250 = 26) = 20
+    points per chunk, 50 chunks."""
+    by_layouts = sweep_chunk_layouts() // max(1, layouts_per_point)
+    return max(1, min(sweep_chunk_points(), math.ceil(points / sweep_min_chunks()), by_layouts))
+
+
+def _layouts_per_point(document: Mapping[str, Any], planned: Any) -> int:
+    """The largest layout count of the first, middle and last point (a few milliseconds), for sizing."""
+    from solvers import ScenarioError
+    from solvers.sweep import point_document
+
+    count = len(planned.points)
+    largest = 1
+    for index in sorted({0, count // 2, count - 1}):
+        try:
+            scenario = point_document(planned.request.scenario, planned.points[index])
+            largest = max(largest, _layouts_of(scenario, planned.request.space))
+        except ScenarioError:
+            continue  # that point's row will carry its error; it costs no engine time
+    return largest
+
+
+def sweep_check(*, plan: Plan, sweep: Mapping[str, Any], search: Mapping[str, Any]) -> tuple[int, int]:
+    """Validate a sweep of ``plan``; returns (points, points per chunk).
+
+    Raises ``ValidationError`` naming the request field: ``axes`` when the sweep has more than
+    ``MAX_SWEEP_POINTS`` points, ``axes[1].range.step``, ``mode``, ``pareto[0]``, ``space.tp`` ... for
+    bad options. Nothing is solved."""
+    from solvers import ScenarioError, resolve
+    from solvers.search import default_space, space_from_document
+
+    document = services.plan_document(plan=plan)
+    try:
+        planned = _plan_of(document, {"sweep": sweep, "search": search})
+        resolved = resolve(_auto_layout(planned.request.scenario))
+        space_from_document(
+            planned.request.space,
+            default=default_space(model=resolved.model, cluster=resolved.cluster, training=resolved.training),
+        )
+    except ScenarioError as exc:
+        raise _refusal(exc) from None
+    points = len(planned.points)
+    return points, _chunk_size(points=points, layouts_per_point=_layouts_per_point(document, planned))
+
+
+def sweep_request(
+    *,
+    plan: Plan,
+    user: services.UserLike,
+    axes: Any,
+    mode: str | None = None,
+    objective: str | None = None,
+    pareto: Sequence[str] | None = None,
+    space: Mapping[str, Any] | None = None,
+    trigger: str = TRIGGER_API,
+) -> Run:
+    """Queue a sweep of the plan: the best layout at every point of ``axes`` and the Pareto front.
+
+    Validated before anything is queued (at most ``solvers.sweep.MAX_SWEEP_POINTS`` points). The run is
+    created in the caller's transaction with ``points_total`` = the number of points, and
+    ``scenarios.sweep_start`` is sent once it commits."""
+    _check_trigger(trigger)
+    _check_plan(plan)
+    sweep, search = sweep_sections(axes=axes, mode=mode, objective=objective, pareto=pareto, space=space)
+    points, chunk_points = sweep_check(plan=plan, sweep=sweep, search=search)
+    now = timezone.now()
+    with transaction.atomic():
+        run = Run.objects.create(
+            plan=plan,
+            team_id=plan.team_id,
+            kind=RUN_KIND_SWEEP,
+            trigger=trigger,
+            params={"sweep": sweep, "search": search, "chunk_points": chunk_points, "job": {}},
+            points_total=points,
+            requested_by=services._user(user),
+            queued_at=now,
+            enqueued_at=now,
+        )
+        run_id = run.pk
+        transaction.on_commit(lambda: sweep_start.apply_async(args=[run_id]))
+    return run
+
+
+# --- Sweep: the job state in Run.params["job"] --------------------------------------------------------
+#
+# {"input_hash": key of the frozen inputs, "inputs": PlanInputs.snapshot() (or {"document"} when the sweep
+#  executor froze them), "chunk_points": n, "chunks_total": k, "chunks": {"<i>": [rows]},
+#  "claims": {"<i>": {"task", "retries", "attempts"}}}
+
+
+def _jsonb_set(path: Sequence[str], value: Any) -> RawSQL:
+    """``jsonb_set(params, path, value)`` for an UPDATE: one key of the JSON column changed in place by the
+    database, so concurrent chunks each add their own key without reading and rewriting the others."""
+    literal = "{" + ",".join(path) + "}"
+    return RawSQL(
+        "jsonb_set(params, %s::text[], %s::jsonb, true)",
+        [literal, json.dumps(value, allow_nan=False)],
+        output_field=JSONField(),
+    )
+
+
+def _lease() -> Any:
+    import datetime as dt
+
+    return timezone.now() + dt.timedelta(seconds=conf.run_lease_s())
+
+
+@dataclass(frozen=True)
+class SweepJob:
+    """A sweep's frozen inputs and chunking, read from ``Run.params``."""
+
+    run_id: int
+    input_hash: str
+    document: dict[str, Any]
+    chunk_points: int
+    chunks_total: int
+    points_total: int
+
+    def bounds(self, chunk: int) -> tuple[int, int]:
+        start = chunk * self.chunk_points
+        return start, min(self.points_total, start + self.chunk_points)
+
+
+def _job_of(run_id: int, params: Mapping[str, Any], points_total: int) -> SweepJob | None:
+    job = params.get("job") or {}
+    if not job.get("input_hash"):
+        return None
+    return SweepJob(
+        run_id=run_id,
+        input_hash=str(job["input_hash"]),
+        document=dict((job.get("inputs") or {}).get("document") or {}),
+        chunk_points=int(job["chunk_points"]),
+        chunks_total=int(job["chunks_total"]),
+        points_total=points_total,
+    )
+
+
+def _freeze(
+    *, run: Run, claim: execution.Claim, document: dict[str, Any], snapshot: dict[str, Any]
+) -> SweepJob | None:
+    """Freeze the sweep's inputs on the run (only while ``claim`` holds it); recorded chunks are dropped
+    because they belong to other inputs. None when the claim was lost."""
+    planned = _plan_of(document, run.params)
+    points = len(planned.points)
+    chunk_points = int(run.params.get("chunk_points") or _chunk_size(points=points, layouts_per_point=1))
+    job = {
+        "input_hash": _job_hash(kind=RUN_KIND_SWEEP, document=document, options=_sweep_options(planned)),
+        "inputs": snapshot,
+        "chunk_points": chunk_points,
+        "chunks_total": math.ceil(points / chunk_points),
+        "chunks": {},
+        "claims": {},
+    }
+    params = {**run.params, "job": job}
+    held = Run.objects.filter(pk=run.pk, status=STATUS_RUNNING, claim_task_id=claim.task_id).update(
+        params=params, points_done=0, points_total=points, lease_expires_at=_lease()
+    )
+    if held != 1:
+        return None
+    return _job_of(run.pk, params, points)
+
+
+def _missing_chunks(run_id: int, job: SweepJob) -> list[int]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COALESCE(ARRAY(SELECT jsonb_object_keys(params->'job'->'chunks')), '{}') "
+            "FROM scenarios_run WHERE id = %s",
+            [run_id],
+        )
+        row = cursor.fetchone()
+    recorded = {int(k) for k in (row[0] if row else [])}
+    return [k for k in range(job.chunks_total) if k not in recorded]
+
+
+def _recorded(run_id: int, chunk: int) -> bool:
+    return Run.objects.filter(pk=run_id, params__job__chunks__has_key=str(chunk)).exists()
+
+
+def _chunk_record(*, job: SweepJob, chunk: int, rows: list[dict[str, Any]]) -> bool:
+    """Record a chunk's rows and count its points, once: the UPDATE matches only while the run is running
+    on the same frozen inputs and the chunk is not recorded yet. True if this call recorded it."""
+    updated = (
+        Run.objects.filter(pk=job.run_id, status=STATUS_RUNNING, params__job__input_hash=job.input_hash)
+        .exclude(params__job__chunks__has_key=str(chunk))
+        .update(
+            params=_jsonb_set(("job", "chunks", str(chunk)), rows),
+            points_done=F("points_done") + len(rows),
+            lease_expires_at=_lease(),
+        )
+    )
+    return updated == 1
+
+
+def _solve_chunk(job: SweepJob, planned: Any, chunk: int) -> list[dict[str, Any]]:
+    from solvers.sweep import sweep_point
+
+    start, stop = job.bounds(chunk)
+    return [sweep_point(planned, index) for index in range(start, stop)]
+
+
+def _fail_running(*, run_id: int, error: str) -> bool:
+    """Fail a running sweep whichever delivery holds it (a chunk over its time limit or attempt cap)."""
+    return (
+        Run.objects.filter(pk=run_id, status=STATUS_RUNNING).update(
+            status=STATUS_FAILED, finished_at=timezone.now(), lease_expires_at=None, error=error[:10_000]
+        )
+        == 1
+    )
+
+
+# --- Sweep: start, chunks, finish ---------------------------------------------------------------------
+
+
+def _inputs_from_snapshot(*, plan: Plan, snapshot: Mapping[str, Any]) -> services.PlanInputs:
+    """The ``PlanInputs`` a sweep froze, rebuilt from its snapshot (so the stored result's provenance is
+    exactly the inputs its points were solved with, even if prices or revisions changed since)."""
+    revisions = snapshot["revisions"]
+    books = snapshot.get("price_books") or {}
+
+    def book(ref: Mapping[str, Any] | None, team_id: int | None) -> pricing.BookRef | None:
+        if not ref:
+            return None
+        return pricing.BookRef(
+            id=int(ref["id"]), version=int(ref["version"]), team_id=team_id, name=str(ref["name"])
+        )
+
+    return services.PlanInputs(
+        document=dict(snapshot["document"]),
+        prices=dict(snapshot.get("prices") or {}),
+        revisions=adapters.PlanRevisions(
+            cluster=ClusterRevision.objects.get(pk=revisions["cluster"]["revision_id"]),
+            model=ModelRevision.objects.get(pk=revisions["model"]["revision_id"]),
+            site=SiteRevision.objects.get(pk=revisions["site"]["revision_id"]),
+        ),
+        sheet=pricing.PriceSheet(
+            global_book=book(books.get("global"), None), team_book=book(books.get("team"), plan.team_id)
+        ),
+    )
+
+
+def sweep_begin(*, run_id: int, claim: execution.Claim) -> str:
+    """Claim a queued sweep (attempt cap, lease), freeze its inputs (first attempt only) and send a group
+    of chunk tasks for the chunks not recorded yet. Returns what happened."""
+    from solvers import ScenarioError
+
+    state = execution.run_claim(run_id=run_id, claim=claim)
+    if state not in (execution.CLAIMED, execution.RESUMED):
+        return state
+    run = Run.objects.select_related(*(f"plan__{p}" for p in adapters.PLAN_RELATED), "plan__site").get(
+        pk=run_id
+    )
+    job = _job_of(run.pk, run.params, run.points_total)
+    if job is None or "revisions" not in ((run.params.get("job") or {}).get("inputs") or {}):
+        try:
+            inputs = services.plan_inputs(plan=run.plan)
+            job = _freeze(run=run, claim=claim, document=inputs.document, snapshot=inputs.snapshot())
+        except ScenarioError as exc:
+            detail = "; ".join(str(e) for e in exc.errors) or str(exc)
+            execution.run_fail(run_id=run_id, claim=claim, error=f"the sweep cannot be solved: {detail}")
+            return STATUS_FAILED
+        except ValidationError as exc:
+            execution.run_fail(
+                run_id=run_id, claim=claim, error=f"the plan cannot be resolved: {'; '.join(exc.messages)}"
+            )
+            return STATUS_FAILED
+        if job is None:
+            return execution.BUSY
+    missing = _missing_chunks(run_id, job)
+    if not missing:
+        return sweep_finish(run_id=run_id)
+    group(sweep_chunk.s(run_id, chunk, job.input_hash) for chunk in missing).apply_async()
+    log.info("sweep run %s: %d chunks of %d points sent", run_id, len(missing), job.chunk_points)
+    return "started"
+
+
+def chunk_claim(*, run_id: int, chunk: int, input_hash: str, claim: execution.Claim) -> str:
+    """Take a chunk for this delivery under the run's row lock, counting attempts as the run claim does:
+    a new delivery or a redelivery of the same message (its worker died) is an attempt; our own retry after
+    a database or broker error (same task, another retry count) is not. Past ``max_attempts`` the run
+    fails with the reason."""
+    key = str(chunk)
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT status, max_attempts, params->'job'->>'input_hash', "
+                "COALESCE((params->'job'->'chunks') ? %s, false), params->'job'->'claims'->%s "
+                "FROM scenarios_run WHERE id = %s FOR UPDATE",
+                [key, key, run_id],
+            )
+            row = cursor.fetchone()
+        if row is None:
+            return CHUNK_GONE
+        status, max_attempts, frozen_hash, recorded, held = row
+        if status != STATUS_RUNNING:
+            return CHUNK_FINISHED
+        if frozen_hash != input_hash:
+            return CHUNK_STALE
+        if recorded:
+            return CHUNK_DONE
+        previous: dict[str, Any] = (
+            held if isinstance(held, dict) else (json.loads(held) if isinstance(held, str) else {})
+        )
+        attempts = int(previous.get("attempts", 0))
+        own_retry = (
+            previous.get("task") == claim.task_id and int(previous.get("retries", -1)) != claim.retries
+        )
+        if not own_retry:
+            attempts += 1
+        if attempts > int(max_attempts):
+            Run.objects.filter(pk=run_id, status=STATUS_RUNNING).update(
+                status=STATUS_FAILED,
+                finished_at=timezone.now(),
+                lease_expires_at=None,
+                error=(
+                    f"gave up after {attempts - 1} attempts at points chunk {chunk}: the worker solving it was "
+                    "lost each time (killed, out of memory, or over the hard time limit) before it finished"
+                ),
+            )
+            return CHUNK_CAPPED
+        Run.objects.filter(pk=run_id).update(
+            params=_jsonb_set(
+                ("job", "claims", key),
+                {"task": claim.task_id, "retries": claim.retries, "attempts": attempts},
+            ),
+            lease_expires_at=_lease(),
+        )
+    return CHUNK_GO
+
+
+def chunk_execute(*, run_id: int, chunk: int, input_hash: str, claim: execution.Claim) -> str:
+    """Solve and record one chunk of a sweep, then finish the sweep if every chunk is recorded."""
+    verdict = chunk_claim(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=claim)
+    if verdict not in (CHUNK_GO, CHUNK_DONE):
+        return verdict
+    if verdict == CHUNK_GO:
+        run = Run.objects.only("pk", "params", "points_total").get(pk=run_id)
+        job = _job_of(run.pk, run.params, run.points_total)
+        if job is None or job.input_hash != input_hash:
+            return CHUNK_STALE
+        try:
+            rows = _solve_chunk(job, _plan_of(job.document, run.params), chunk)
+        except Exception as exc:  # the solver is pure: a failure here repeats on every delivery
+            log.exception("sweep run %s: points chunk %s failed", run_id, chunk)
+            _fail_running(
+                run_id=run_id,
+                error=f"points chunk {chunk}: internal solver error: {type(exc).__name__}: {exc}",
+            )
+            return STATUS_FAILED
+        if not _chunk_record(job=job, chunk=chunk, rows=rows):
+            verdict = CHUNK_DONE
+    if sweep_complete(run_id=run_id, input_hash=input_hash):
+        sweep_finish(run_id=run_id)
+    return "recorded" if verdict == CHUNK_GO else verdict
+
+
+def sweep_complete(*, run_id: int, input_hash: str) -> bool:
+    """True while the run is running on these inputs and every chunk is recorded."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT status, params->'job'->>'input_hash', (params->'job'->>'chunks_total')::int, "
+            "(SELECT count(*) FROM jsonb_object_keys(COALESCE(params->'job'->'chunks', '{}'::jsonb))) "
+            "FROM scenarios_run WHERE id = %s",
+            [run_id],
+        )
+        row = cursor.fetchone()
+    return bool(row) and row[0] == STATUS_RUNNING and row[1] == input_hash and row[3] >= (row[2] or 0) > 0
+
+
+def _best_point(rows: Sequence[Mapping[str, Any]], objective: str) -> dict[str, Any] | None:
+    """The point whose best layout ranks first by the objective (ties: step time, then point order), with
+    its figures also under the report sections that results promote to columns (step, tco, carbon,
+    schedule)."""
+    solved = [row for row in rows if "best" in row]
+    if not solved:
+        return None
+    row = min(
+        solved,
+        key=lambda r: (
+            float(r["best"]["metrics"][objective]),
+            float(r["best"]["metrics"]["step_s"]),
+            int(r["index"]),
+        ),
+    )
+    metrics = row["best"]["metrics"]
+    return {
+        "index": row["index"],
+        "point": row["point"],
+        "layout": row["best"]["layout"],
+        "metrics": metrics,
+        "step": {"step_s": metrics.get("step_s")},
+        "tco": {
+            "total_usd": metrics.get("total_usd"),
+            "usd_per_million_tokens": metrics.get("usd_per_million_tokens"),
+        },
+        "carbon": {"total_kgco2e": metrics.get("total_kgco2e")},
+        "schedule": {"wall_clock_days": metrics.get("wall_clock_days")},
+    }
+
+
+def sweep_report(
+    *, job: SweepJob, planned: Any, rows: list[dict[str, Any]], elapsed_s: float
+) -> dict[str, Any]:
+    """The stored sweep document: ``solvers.sweep.sweep_document``'s fields (one row per point, in order;
+    the Pareto front as row indices) plus the best point, the result key and how the job was chunked."""
+    from solvers import SOLVER_VERSION
+    from solvers.errors import SolverInternalError
+    from solvers.sweep import MAX_AXES, MAX_SWEEP_POINTS, sweep_front
+
+    if [row["index"] for row in rows] != list(range(len(planned.points))):
+        raise SolverInternalError(
+            f"sweep run {job.run_id} has rows for {len(rows)} of {len(planned.points)} points"
+        )
+    return {
+        "schema_version": adapters.SCHEMA_VERSION,
+        "solver_version": SOLVER_VERSION,
+        "kind": RUN_KIND_SWEEP,
+        "input_hash": job.input_hash,
+        "objective": planned.request.objective,
+        "mode": planned.mode,
+        "axes": [{"field": a.field, "values": list(a.values)} for a in planned.axes],
+        "points": len(planned.points),
+        "solved": sum(1 for row in rows if "best" in row),
+        "failed": sum(1 for row in rows if "error" in row),
+        "elapsed_s": elapsed_s,
+        "compute_s": sum(float(row.get("elapsed_s") or 0.0) for row in rows),
+        "rows": rows,
+        "pareto_objectives": list(planned.pareto),
+        "pareto": sweep_front(rows, planned.pareto),
+        "best": _best_point(rows, planned.request.objective),
+        "chunks": {"points_per_chunk": job.chunk_points, "count": job.chunks_total},
+        "limits": {"max_points": MAX_SWEEP_POINTS, "max_axes": MAX_AXES},
+    }
+
+
+def _rows_of(run_id: int) -> list[dict[str, Any]]:
+    chunks = Run.objects.filter(pk=run_id).values_list("params__job__chunks", flat=True).first() or {}
+    return [row for key in sorted(chunks, key=int) for row in chunks[key]]
+
+
+def sweep_finish(*, run_id: int) -> str:
+    """The final aggregation of a sweep whose chunks are all recorded: rows in point order, the Pareto
+    front and the best point, stored with ``execution.results_store`` (the solve's store: versioned, unique
+    on (plan, input hash), the run marked succeeded only while it is running). Safe to run twice or
+    concurrently: the second finds the stored result and changes nothing."""
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None:
+        return CHUNK_GONE
+    if run.status != STATUS_RUNNING:
+        return run.status
+    job = _job_of(run.pk, run.params, run.points_total)
+    snapshot = (run.params.get("job") or {}).get("inputs") or {}
+    if job is None or not sweep_complete(run_id=run_id, input_hash=job.input_hash):
+        return "incomplete"
+    if "revisions" not in snapshot:
+        return "executor"  # inputs frozen by the sweep executor, which stores the result itself
+    planned = _plan_of(job.document, run.params)
+    started = run.started_at or run.queued_at
+    report = sweep_report(
+        job=job, planned=planned, rows=_rows_of(run_id), elapsed_s=(timezone.now() - started).total_seconds()
+    )
+    inputs = _inputs_from_snapshot(plan=run.plan, snapshot=snapshot)
+    stored = execution.results_store(
+        solved=[execution.Solved(run=run, inputs=inputs, report=report)], claim=None
+    )[run.pk]
+    # The rows now live in the result; the run row keeps only the chunk count, so that reading runs
+    # (lists, progress polls) does not carry a sweep's rows along.
+    Run.objects.filter(pk=run_id, result_id=stored.result_id).update(params=_jsonb_set(("job", "chunks"), {}))
+    log.info("sweep run %s stored as result %s (created: %s)", run_id, stored.result_id, stored.created)
+    return "succeeded"
+
+
+def _sweep_executor(document: dict[str, Any], run: Run, claim: execution.Claim) -> dict[str, Any]:
+    """Executor of ``kind="sweep"`` runs that arrive through ``scenarios.execute_run`` (the sweeper re-sent
+    a sweep whose message was lost or whose lease expired): finish the sweep in this worker, keeping the
+    chunks already recorded for the same inputs, with progress per chunk; ``runs_execute`` stores it."""
+    planned = _plan_of(document, run.params)
+    key = _job_hash(kind=RUN_KIND_SWEEP, document=document, options=_sweep_options(planned))
+    job = _job_of(run.pk, run.params, len(planned.points))
+    if job is None or job.input_hash != key:
+        job = _freeze(run=run, claim=claim, document=document, snapshot={"document": document})
+        if job is None:
+            # Another delivery took the run between the claim and the freeze; ``runs_execute`` records
+            # nothing for a run this delivery no longer holds.
+            from solvers import ScenarioError
+
+            raise ScenarioError.single("", f"sweep run {run.pk} was taken by another delivery")
+    for chunk in range(job.chunks_total):
+        if not _recorded(run.pk, chunk):
+            _chunk_record(job=job, chunk=chunk, rows=_solve_chunk(job, planned, chunk))
+    started = run.started_at or run.queued_at
+    return sweep_report(
+        job=job, planned=planned, rows=_rows_of(run.pk), elapsed_s=(timezone.now() - started).total_seconds()
+    )
+
+
+execution.register_executor(RUN_KIND_SEARCH, _search_executor)
+execution.register_executor(RUN_KIND_SWEEP, _sweep_executor)
+
+
+# --- Tasks -------------------------------------------------------------------------------------------
+
+
+@shared_task(name="scenarios.sweep_start", bind=True, **RETRY_OPTIONS)
+def sweep_start(self: Any, run_id: int) -> str:
+    """Claim a sweep, freeze its inputs and fan its chunks out as a Celery group."""
+    claim = _claim(self)
+    try:
+        return sweep_begin(run_id=run_id, claim=claim)
+    except SoftTimeLimitExceeded:
+        execution.run_fail(run_id=run_id, claim=claim, error=_time_limit_error())
+        return STATUS_FAILED
+
+
+@shared_task(name="scenarios.sweep_chunk", bind=True, **RETRY_OPTIONS)
+def sweep_chunk(self: Any, run_id: int, chunk: int, input_hash: str) -> str:
+    """Solve one chunk of a sweep's points; the chunk that completes the sweep stores its result."""
+    try:
+        return chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=_claim(self))
+    except SoftTimeLimitExceeded:
+        _fail_running(run_id=run_id, error=f"points chunk {chunk}: {_time_limit_error()}")
+        return STATUS_FAILED
+
+
+__all__ = [
+    "SEARCH_OPTION_KEYS",
+    "SWEEP_OPTION_KEYS",
+    "SweepJob",
+    "chunk_claim",
+    "chunk_execute",
+    "search_check",
+    "search_request",
+    "sweep_begin",
+    "sweep_check",
+    "sweep_chunk",
+    "sweep_complete",
+    "sweep_finish",
+    "sweep_report",
+    "sweep_request",
+    "sweep_start",
+]

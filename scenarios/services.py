@@ -1,0 +1,566 @@
+"""Workflows that cross models, the transaction and the queue. The API calls only these for writes.
+
+Validation failures raise ``django.core.exceptions.ValidationError`` with a dict {field path: [messages]}
+or ``solvers.ScenarioError`` (every broken rule of a scenario document with its path).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from scenarios import adapters, pricing
+from scenarios.errors import ScenarioInUse
+from scenarios.models import (
+    PRICE_KIND_CHOICES,
+    PRICE_UNITS,
+    RUN_KIND_CHOICES,
+    SCENARIO_MODELS,
+    TRIGGER_API,
+    TRIGGER_CHOICES,
+    ClusterRevision,
+    ClusterScenario,
+    Membership,
+    ModelRevision,
+    ModelScenario,
+    Plan,
+    PriceBook,
+    PriceEntry,
+    Result,
+    RevisionBase,
+    Run,
+    ScenarioBase,
+    SiteRevision,
+    SiteScenario,
+    Team,
+)
+
+UserLike = User | AnonymousUser | None
+
+PLAN_FIELDS = frozenset(
+    {
+        "name",
+        "description",
+        "cluster",
+        "model",
+        "site",
+        "cluster_revision",
+        "model_revision",
+        "site_revision",
+        "training",
+        "economics",
+        "auto_rerun",
+        "cloud_provider",
+    }
+)
+PLAN_REQUIRED = ("name", "cluster", "model", "site")
+MAX_PRICE_ENTRIES = 10_000
+
+
+def _user(user: UserLike) -> User | None:
+    return user if isinstance(user, User) else None
+
+
+def _manager(model: type[Any]) -> Any:
+    """The default manager of a model class chosen at run time (cluster, model or site)."""
+    return model._default_manager
+
+
+# --- Teams --------------------------------------------------------------------------------------------
+
+
+def team_create(*, name: str, slug: str, owner: UserLike = None) -> Team:
+    """A team; ``owner`` (if given) becomes its admin."""
+    if Team.objects.filter(slug=slug).exists():
+        raise ValidationError({"slug": [f"a team with slug '{slug}' already exists"]})
+    with transaction.atomic():
+        team = Team.objects.create(name=name, slug=slug)
+        owner_user = _user(owner)
+        if owner_user is not None:
+            Membership.objects.create(team=team, user=owner_user, role="admin")
+    return team
+
+
+def membership_set(*, team: Team, user: User, role: str) -> Membership:
+    if role not in {"viewer", "editor", "admin"}:
+        raise ValidationError({"role": ["must be one of viewer, editor, admin"]})
+    membership, _ = Membership.objects.update_or_create(team=team, user=user, defaults={"role": role})
+    return membership
+
+
+# --- Scenarios ----------------------------------------------------------------------------------------
+
+
+def _scenario_model(kind: str) -> type[ScenarioBase]:
+    try:
+        return SCENARIO_MODELS[kind]
+    except KeyError:
+        raise ValidationError({"kind": [f"must be one of {', '.join(sorted(SCENARIO_MODELS))}"]}) from None
+
+
+REVISION_MODELS: dict[str, type[RevisionBase]] = {
+    "cluster": ClusterRevision,
+    "model": ModelRevision,
+    "site": SiteRevision,
+}
+
+
+def _revision_model(kind: str) -> type[RevisionBase]:
+    return REVISION_MODELS[kind]
+
+
+def _validate_part(part: str, document: Any) -> dict[str, Any]:
+    from solvers import validate_part
+
+    if not isinstance(document, Mapping):
+        raise ValidationError({"document": ["must be a JSON object"]})
+    validate_part(part, dict(document))
+    return dict(document)
+
+
+def _check_live_name(
+    model: type[ScenarioBase] | type[Plan], *, team: Team, name: str, exclude_pk: int | None
+) -> None:
+    if not name or not name.strip():
+        raise ValidationError({"name": ["must not be empty"]})
+    clash = _manager(model).filter(team=team, name=name, archived_at__isnull=True)
+    if exclude_pk is not None:
+        clash = clash.exclude(pk=exclude_pk)
+    if clash.exists():
+        raise ValidationError({"name": [f"'{name}' is already used by another live object of this team"]})
+
+
+def scenario_create(
+    *, kind: str, team: Team, name: str, document: dict[str, Any], user: UserLike, description: str = ""
+) -> ScenarioBase:
+    """A named scenario of ``kind`` (cluster, model or site) with its first revision."""
+    model = _scenario_model(kind)
+    doc = _validate_part(model.part, document)
+    _check_live_name(model, team=team, name=name, exclude_pk=None)
+    try:
+        with transaction.atomic():
+            scenario = _manager(model).create(team=team, name=name, description=description)
+            rev = _manager(_revision_model(kind)).create(
+                scenario=scenario, number=1, document=doc, created_by=_user(user)
+            )
+            _manager(model).filter(pk=scenario.pk).update(latest_revision=rev)
+            scenario.latest_revision = rev
+    except IntegrityError:
+        # Two creates with the same name raced past the check; the partial unique index decided.
+        raise ValidationError(
+            {"name": [f"'{name}' is already used by another live object of this team"]}
+        ) from None
+    return scenario
+
+
+def scenario_update(
+    *,
+    scenario: ScenarioBase,
+    user: UserLike,
+    name: str | None = None,
+    description: str | None = None,
+    document: dict[str, Any] | None = None,
+) -> ScenarioBase:
+    """Rename, describe, or change the document; a changed document becomes a new immutable revision."""
+    model = type(scenario)
+    doc = _validate_part(model.part, document) if document is not None else None
+    if name is not None and name != scenario.name:
+        _check_live_name(model, team=scenario.team, name=name, exclude_pk=scenario.pk)
+    with transaction.atomic():
+        # The row lock serialises revision numbering between concurrent edits.
+        locked = (
+            _manager(model)
+            .select_for_update(of=("self",))
+            .select_related("latest_revision")
+            .get(pk=scenario.pk)
+        )
+        changed: list[str] = []
+        if name is not None and name != locked.name:
+            locked.name = name
+            changed.append("name")
+        if description is not None and description != locked.description:
+            locked.description = description
+            changed.append("description")
+        current = locked.latest_revision
+        if doc is not None and (current is None or current.document != doc):
+            rev_model = _revision_model(model.kind)
+            last = _manager(rev_model).filter(scenario=locked).order_by("-number").first()
+            rev = _manager(rev_model).create(
+                scenario=locked, number=(last.number if last else 0) + 1, document=doc, created_by=_user(user)
+            )
+            locked.latest_revision = rev
+            changed.append("latest_revision")
+        if changed:
+            try:
+                locked.save(update_fields=[*changed, "updated_at"])
+            except IntegrityError:
+                raise ValidationError(
+                    {"name": [f"'{name}' is already used by another live object"]}
+                ) from None
+    return locked
+
+
+def scenario_archive(*, scenario: ScenarioBase, user: UserLike) -> ScenarioBase:
+    """Hide a scenario from lists and free its name; plans and results that use it keep working."""
+    if scenario.archived_at is None:
+        scenario.archived_at = timezone.now()
+        scenario.save(update_fields=["archived_at", "updated_at"])
+    return scenario
+
+
+def scenario_delete(*, scenario: ScenarioBase) -> None:
+    """Delete a scenario and its history. Refused with ``ScenarioInUse`` when a plan or a stored result
+    depends on it (archive it instead: results are kept forever)."""
+    model = type(scenario)
+    field = model.kind
+    plans = Plan.objects.filter(**{field: scenario}).count()
+    results = Result.objects.filter(**{f"{field}_revision__scenario": scenario}).count()
+    if plans or results:
+        raise ScenarioInUse(
+            f"{model.kind} scenario '{scenario.name}' is used by {plans} plan(s) and {results} stored result(s); "
+            "archive it instead",
+            plans=plans,
+            results=results,
+        )
+    with transaction.atomic():
+        _manager(model).filter(pk=scenario.pk).update(latest_revision=None)
+        scenario.delete()
+
+
+# --- Plans --------------------------------------------------------------------------------------------
+
+
+def _resolve_fk(value: Any, model: type[Any], *, team: Team, path: str, errors: dict[str, list[str]]) -> Any:
+    if value is None:
+        return None
+    obj = value
+    if not isinstance(value, model):
+        try:
+            obj = model.objects.get(pk=int(value))
+        except (TypeError, ValueError, model.DoesNotExist):
+            errors[path] = [f"no such {model.__name__} in this team: {value!r}"]
+            return None
+    owner_team = getattr(obj, "team_id", None)
+    if owner_team is None and hasattr(obj, "scenario"):
+        owner_team = obj.scenario.team_id
+    if owner_team != team.pk:
+        errors[path] = [f"no such {model.__name__} in this team: {value!r}"]
+        return None
+    return obj
+
+
+def _plan_values(*, team: Team, fields: Mapping[str, Any], current: Plan | None) -> dict[str, Any]:
+    unknown = sorted(set(fields) - PLAN_FIELDS)
+    if unknown:
+        raise ValidationError({name: ["unknown field"] for name in unknown})
+    errors: dict[str, list[str]] = {}
+    values: dict[str, Any] = dict(fields)
+    for name, model in (("cluster", ClusterScenario), ("model", ModelScenario), ("site", SiteScenario)):
+        if name in values:
+            values[name] = _resolve_fk(values[name], model, team=team, path=name, errors=errors)
+            if values[name] is None and name not in errors:
+                errors[name] = ["required"]
+            elif (
+                values[name] is not None
+                and values[name].archived_at is not None
+                and (current is None or getattr(current, f"{name}_id") != values[name].pk)
+            ):
+                errors[name] = ["the scenario is archived"]
+    for name, rev_model in (
+        ("cluster_revision", ClusterRevision),
+        ("model_revision", ModelRevision),
+        ("site_revision", SiteRevision),
+    ):
+        if name in values:
+            values[name] = _resolve_fk(values[name], rev_model, team=team, path=name, errors=errors)
+    for part in ("training", "economics"):
+        if part in values and values[part] is None:
+            values[part] = {}
+        if part in values and not isinstance(values[part], Mapping):
+            errors[part] = ["must be a JSON object"]
+    if "auto_rerun" in values and not isinstance(values["auto_rerun"], bool):
+        errors["auto_rerun"] = ["must be true or false"]
+    if errors:
+        raise ValidationError(errors)
+    # Pinned revisions must belong to the plan's scenario of that part.
+    for part in ("cluster", "model", "site"):
+        scenario = values.get(part, getattr(current, part, None) if current else None)
+        rev = values.get(f"{part}_revision", getattr(current, f"{part}_revision", None) if current else None)
+        if rev is not None and scenario is not None and rev.scenario_id != scenario.pk:
+            errors[f"{part}_revision"] = [f"revision {rev.pk} is not a revision of {part} '{scenario.name}'"]
+    if errors:
+        raise ValidationError(errors)
+    return values
+
+
+def _validate_plan_document(plan: Plan) -> None:
+    """The whole document must resolve (cross-part rules: a layout must divide the cluster...)."""
+    from solvers import resolve
+
+    revisions = adapters.plan_revisions(plan=plan)
+    document, _ = pricing.apply_prices(
+        document=adapters.scenario_document(plan=plan, revisions=revisions),
+        sheet=pricing.sheet_for_team(team_id=plan.team_id),
+        site_name=plan.site.name,
+        cloud_provider=plan.cloud_provider,
+    )
+    resolve(document)
+
+
+def plan_create(*, team: Team, user: UserLike, **fields: Any) -> Plan:
+    missing = [name for name in PLAN_REQUIRED if fields.get(name) in (None, "")]
+    if missing:
+        raise ValidationError({name: ["required"] for name in missing})
+    values = _plan_values(team=team, fields=fields, current=None)
+    _check_live_name(Plan, team=team, name=values["name"], exclude_pk=None)
+    plan = Plan(team=team, created_by=_user(user), **values)
+    _validate_plan_document(plan)
+    try:
+        plan.save()
+    except IntegrityError:
+        raise ValidationError(
+            {"name": [f"'{values['name']}' is already used by another live plan"]}
+        ) from None
+    return plan
+
+
+def plan_update(*, plan: Plan, user: UserLike, **fields: Any) -> Plan:
+    values = _plan_values(team=plan.team, fields=fields, current=plan)
+    if "name" in values and values["name"] != plan.name:
+        _check_live_name(Plan, team=plan.team, name=values["name"], exclude_pk=plan.pk)
+    for name, value in values.items():
+        setattr(plan, name, value)
+    _validate_plan_document(plan)
+    try:
+        plan.save()
+    except IntegrityError:
+        raise ValidationError({"name": ["already used by another live plan"]}) from None
+    return plan
+
+
+def plan_archive(*, plan: Plan, user: UserLike) -> Plan:
+    if plan.archived_at is None:
+        plan.archived_at = timezone.now()
+        plan.save(update_fields=["archived_at", "updated_at"])
+    return plan
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """Everything a solve of a plan rests on, resolved now."""
+
+    document: dict[str, Any]
+    prices: dict[str, dict[str, Any]]
+    revisions: adapters.PlanRevisions
+    sheet: pricing.PriceSheet
+
+    def snapshot(self) -> dict[str, Any]:
+        books = {
+            "global": _book_snapshot(self.sheet.global_book),
+            "team": _book_snapshot(self.sheet.team_book),
+        }
+        return {
+            "document": self.document,
+            "prices": self.prices,
+            "price_books": books,
+            "revisions": self.revisions.snapshot(),
+        }
+
+
+def _book_snapshot(book: pricing.BookRef | None) -> dict[str, Any] | None:
+    return None if book is None else {"id": book.id, "version": book.version, "name": book.name}
+
+
+def plan_inputs(*, plan: Plan, sheet: pricing.PriceSheet | None = None) -> PlanInputs:
+    revisions = adapters.plan_revisions(plan=plan)
+    sheet = sheet if sheet is not None else pricing.sheet_for_team(team_id=plan.team_id)
+    document, prices = pricing.apply_prices(
+        document=adapters.scenario_document(plan=plan, revisions=revisions),
+        sheet=sheet,
+        site_name=plan.site.name,
+        cloud_provider=plan.cloud_provider,
+    )
+    return PlanInputs(document=document, prices=prices, revisions=revisions, sheet=sheet)
+
+
+def plan_document(*, plan: Plan) -> dict[str, Any]:
+    """The resolved scenario document that a run of this plan would solve now, prices applied."""
+    return plan_inputs(plan=plan).document
+
+
+# --- Runs ---------------------------------------------------------------------------------------------
+
+
+def run_request(
+    *,
+    plan: Plan,
+    user: UserLike,
+    trigger: str = TRIGGER_API,
+    kind: str = "solve",
+    params: dict[str, Any] | None = None,
+    points_total: int = 0,
+) -> Run:
+    """A queued run, created in the caller's transaction and sent to the broker only once it commits
+    (a rolled-back request leaves no message pointing at a row that does not exist)."""
+    from scenarios import execution
+
+    if trigger not in {value for value, _ in TRIGGER_CHOICES}:
+        raise ValidationError({"trigger": [f"must be one of {', '.join(v for v, _ in TRIGGER_CHOICES)}"]})
+    if kind not in {value for value, _ in RUN_KIND_CHOICES}:
+        raise ValidationError({"kind": [f"must be one of {', '.join(v for v, _ in RUN_KIND_CHOICES)}"]})
+    if plan.archived_at is not None:
+        raise ValidationError({"plan": ["the plan is archived"]})
+    now = timezone.now()
+    run = Run.objects.create(
+        plan=plan,
+        team_id=plan.team_id,
+        kind=kind,
+        trigger=trigger,
+        params=params or {},
+        points_total=points_total,
+        requested_by=_user(user),
+        queued_at=now,
+        enqueued_at=now,
+    )
+    run_id = run.pk
+    transaction.on_commit(lambda: execution.enqueue_runs(run_ids=[run_id]))
+    return run
+
+
+# --- Price books --------------------------------------------------------------------------------------
+
+
+def _parse_date(value: Any, path: str, errors: dict[str, list[str]]) -> dt.date | None:
+    if value in (None, ""):
+        return None
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    try:
+        return dt.date.fromisoformat(str(value))
+    except ValueError:
+        errors[path] = ["must be a date YYYY-MM-DD"]
+        return None
+
+
+def price_entries_validate(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Check a list of entries {kind, key, value, unit?, source?, effective_date?}; return clean dicts."""
+    errors: dict[str, list[str]] = {}
+    if not isinstance(entries, Sequence) or isinstance(entries, str | bytes):
+        raise ValidationError({"entries": ["must be a list"]})
+    if not entries:
+        raise ValidationError({"entries": ["must list at least one price"]})
+    if len(entries) > MAX_PRICE_ENTRIES:
+        raise ValidationError({"entries": [f"at most {MAX_PRICE_ENTRIES} prices per book"]})
+    kinds = {value for value, _ in PRICE_KIND_CHOICES}
+    known = {"kind", "key", "value", "unit", "source", "effective_date"}
+    clean: list[dict[str, Any]] = []
+    seen: dict[tuple[str, str], int] = {}
+    for i, raw in enumerate(entries):
+        path = f"entries[{i}]"
+        if not isinstance(raw, Mapping):
+            errors[path] = ["must be an object"]
+            continue
+        for name in sorted(set(raw) - known):
+            errors[f"{path}.{name}"] = ["unknown field"]
+        kind = raw.get("kind")
+        if kind not in kinds:
+            errors[f"{path}.kind"] = [f"must be one of {', '.join(sorted(kinds))}"]
+            continue
+        key = raw.get("key")
+        if not isinstance(key, str) or not key.strip() or len(key) > 200:
+            errors[f"{path}.key"] = ["must be a non-empty string of at most 200 characters"]
+            continue
+        key = key.strip()
+        value = raw.get("value")
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                value = None
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value < 0
+        ):
+            errors[f"{path}.value"] = ["must be a finite number >= 0"]
+            continue
+        unit = raw.get("unit") or PRICE_UNITS[kind]
+        if unit != PRICE_UNITS[kind]:
+            errors[f"{path}.unit"] = [f"{kind} prices are in {PRICE_UNITS[kind]}"]
+            continue
+        if (kind, key) in seen:
+            errors[f"{path}.key"] = [f"duplicate of entries[{seen[(kind, key)]}] ({kind} {key})"]
+            continue
+        seen[(kind, key)] = i
+        source = raw.get("source") or ""
+        if not isinstance(source, str) or len(source) > 500:
+            errors[f"{path}.source"] = ["must be a string of at most 500 characters"]
+            continue
+        clean.append(
+            {
+                "kind": kind,
+                "key": key,
+                "value": float(value),
+                "unit": unit,
+                "source": source,
+                "effective_date": _parse_date(raw.get("effective_date"), f"{path}.effective_date", errors),
+            }
+        )
+    if errors:
+        raise ValidationError(errors)
+    return clean
+
+
+def price_book_publish(
+    *,
+    team: Team | None,
+    user: UserLike,
+    name: str,
+    entries: Sequence[Mapping[str, Any]],
+    notes: str = "",
+    source: str = "",
+    fan_out: str = "async",
+) -> PriceBook:
+    """Publish the next version of the global book (``team=None``) or of a team's override book.
+
+    After commit, every plan whose resolved prices changed gets a re-run (``fan_out``: "async" sends the
+    fan-out to a worker, "sync" does it in this process, "none" skips it)."""
+    from scenarios import fanout
+
+    if fan_out not in {"async", "sync", "none"}:
+        raise ValidationError({"fan_out": ["must be async, sync or none"]})
+    if not name or not name.strip():
+        raise ValidationError({"name": ["must not be empty"]})
+    clean = price_entries_validate(entries)
+    with transaction.atomic():
+        # One publisher per scope at a time, so versions count 1..n without a failed duplicate.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [7_400_001, team.pk if team else 0])
+        last = PriceBook.objects.filter(team=team).order_by("-version").first()
+        book = PriceBook.objects.create(
+            team=team,
+            version=(last.version if last else 0) + 1,
+            name=name.strip(),
+            notes=notes,
+            source=source,
+            created_by=_user(user),
+            published_at=timezone.now(),
+        )
+        PriceEntry.objects.bulk_create([PriceEntry(price_book=book, **entry) for entry in clean])
+        book_id = book.pk
+        if fan_out == "async":
+            transaction.on_commit(lambda: fanout.enqueue_price_fan_out(price_book_id=book_id))
+    if fan_out == "sync":
+        fanout.price_book_fan_out(price_book_id=book_id)
+    return book

@@ -1,0 +1,113 @@
+"""Celery tasks: a thin interface over ``scenarios.execution`` and ``scenarios.fanout``. Tasks take ids.
+
+Late acks and reject-on-worker-lost (planner.celery) make the broker redeliver a message whose worker died;
+the claim in Postgres decides whether a delivery may run. Database and broker errors retry with exponential
+backoff; the soft time limit fails the run with the reason; the hard limit kills the child, which counts as
+a lost attempt.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from typing import Any
+
+from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from kombu.exceptions import OperationalError as BrokerOperationalError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from scenarios import execution, fanout
+
+log = logging.getLogger(__name__)
+
+TRANSIENT_ERRORS = (
+    OperationalError,
+    InterfaceError,
+    BrokerOperationalError,
+    RedisConnectionError,
+    RedisTimeoutError,
+)
+RETRY_OPTIONS: dict[str, Any] = {
+    "autoretry_for": TRANSIENT_ERRORS,
+    "retry_backoff": 1,
+    "retry_backoff_max": 30,
+    "retry_jitter": True,
+    # Transient errors are retried for about ten minutes; attempts lost to dead workers are capped in the
+    # database (Run.max_attempts), not here.
+    "max_retries": 25,
+}
+
+
+def _claim(task: Any) -> execution.Claim:
+    request = task.request
+    return execution.Claim(
+        task_id=str(request.id or ""),
+        retries=int(request.retries or 0),
+        worker=str(request.hostname or socket.gethostname()),
+    )
+
+
+def _time_limit_error() -> str:
+    return (
+        f"the solve exceeded its time limit ({settings.CELERY_TASK_SOFT_TIME_LIMIT} s soft, "
+        f"{settings.CELERY_TASK_TIME_LIMIT} s hard)"
+    )
+
+
+@shared_task(name="scenarios.execute_run", bind=True, **RETRY_OPTIONS)
+def execute_run(self: Any, run_id: int) -> str:
+    """Claim, solve and store one run."""
+    claim = _claim(self)
+    try:
+        outcome = execution.run_execute(run_id=run_id, claim=claim)
+    except SoftTimeLimitExceeded:
+        execution.run_fail(run_id=run_id, claim=claim, error=_time_limit_error())
+        return "failed"
+    return outcome.status
+
+
+@shared_task(name="scenarios.execute_runs", bind=True, **RETRY_OPTIONS)
+def execute_runs(self: Any, run_ids: list[int]) -> dict[str, int]:
+    """Claim, solve and store a chunk of runs (price fan-out, nightly, sweeper) with a handful of queries
+    per chunk; each run is claimed on its own, so a repeated chunk skips the runs already done."""
+    claim = _claim(self)
+    try:
+        outcomes = execution.runs_execute(run_ids=run_ids, claim=claim)
+    except SoftTimeLimitExceeded:
+        # Nothing of the chunk was stored (one transaction). Its runs go back to the queue one per message,
+        # each with a time budget of its own; a run that exceeds that alone fails with the reason.
+        released = execution.runs_release(run_ids=run_ids, claim=claim)
+        execution.enqueue_runs(run_ids=released, chunk_size=1)
+        return {"released": len(released)}
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        counts[outcome.status] = counts.get(outcome.status, 0) + 1
+    return counts
+
+
+@shared_task(name="scenarios.sweep_runs", **RETRY_OPTIONS)
+def sweep_runs() -> dict[str, int]:
+    """Beat: re-send queued runs Redis may have lost and recover runs whose lease expired."""
+    report = execution.runs_sweep()
+    return {"resent": report.resent, "expired": report.expired, "failed": report.failed}
+
+
+@shared_task(name="scenarios.fan_out_prices", **RETRY_OPTIONS)
+def fan_out_prices(price_book_id: int) -> dict[str, Any]:
+    """After a price book is published: re-run the plans whose resolved prices changed."""
+    outcome = fanout.price_book_fan_out(price_book_id=price_book_id)
+    return {"plans_changed": outcome.plans_changed, "runs_created": outcome.runs_created}
+
+
+@shared_task(name="scenarios.nightly_recheck", **RETRY_OPTIONS)
+def nightly_recheck() -> dict[str, Any]:
+    """Beat (nightly): re-run auto-rerun plans whose inputs have no stored result."""
+    outcome = fanout.plans_recheck()
+    return {"plans_checked": outcome.plans_checked, "runs_created": outcome.runs_created}
+
+
+from scenarios import search_jobs  # noqa: E402,F401  (registers the search and sweep tasks)

@@ -1,0 +1,88 @@
+"""Rows for the scenarios tests, made through the services the API uses."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from typing import Any
+
+CLUSTER_H100: dict[str, Any] = {"accelerator": "h100-sxm", "gpus": 64, "gpus_per_node": 8}
+CLUSTER_A100: dict[str, Any] = {"accelerator": "a100-sxm-80gb", "gpus": 64, "gpus_per_node": 8}
+MODEL_DOC: dict[str, Any] = {"preset": "llama3-8b"}
+SITE_DOC: dict[str, Any] = {"region": "quebec"}
+TRAINING: dict[str, Any] = {
+    "seq_len": 8192,
+    "global_batch_tokens": 4194304,
+    "total_tokens": 1.0e12,
+    "precision": "bf16",
+    "layout": {"tp": 2, "pp": 1, "cp": 1, "microbatch_seqs": 1},
+}
+
+_counter = itertools.count(1)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{next(_counter)}"
+
+
+def make_user(username: str | None = None) -> Any:
+    from django.contrib.auth.models import User
+
+    return User.objects.create_user(username=username or unique("user"), password="x-unused-password-1")
+
+
+def make_team(slug: str | None = None, owner: Any = None) -> Any:
+    from scenarios import services
+
+    slug = slug or unique("team")
+    return services.team_create(name=slug.title(), slug=slug, owner=owner)
+
+
+def make_scenario(
+    *, kind: str, team: Any, document: dict[str, Any], name: str | None = None, user: Any = None
+) -> Any:
+    from scenarios import services
+
+    return services.scenario_create(
+        kind=kind, team=team, name=name or unique(kind), document=copy.deepcopy(document), user=user
+    )
+
+
+def make_plan(
+    *,
+    team: Any,
+    user: Any = None,
+    name: str | None = None,
+    cluster_doc: dict[str, Any] | None = None,
+    site_doc: dict[str, Any] | None = None,
+    training: dict[str, Any] | None = None,
+    economics: dict[str, Any] | None = None,
+    trio: tuple[Any, Any, Any] | None = None,
+    **fields: Any,
+) -> Any:
+    from scenarios import services
+
+    if trio is None:
+        trio = (
+            make_scenario(kind="cluster", team=team, document=cluster_doc or CLUSTER_H100, user=user),
+            make_scenario(kind="model", team=team, document=MODEL_DOC, user=user),
+            make_scenario(kind="site", team=team, document=site_doc or SITE_DOC, user=user),
+        )
+    cluster, model, site = trio
+    return services.plan_create(
+        team=team,
+        user=user,
+        name=name or unique("plan"),
+        cluster=cluster,
+        model=model,
+        site=site,
+        training=copy.deepcopy(training or TRAINING),
+        economics=copy.deepcopy(economics or {}),
+        **fields,
+    )
+
+
+def training_with_tokens(total_tokens: float) -> dict[str, Any]:
+    training = copy.deepcopy(TRAINING)
+    training["total_tokens"] = total_tokens
+    return training

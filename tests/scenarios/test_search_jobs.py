@@ -1,0 +1,424 @@
+"""Search and sweep jobs: limits refused before queueing, chunked sweeps recorded once, results stored like a
+solve's; in process first, then through real ``celery worker`` processes."""
+
+from __future__ import annotations
+
+import random
+import re
+import uuid
+from typing import Any
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from scenarios import execution, search_jobs, services
+from scenarios.execution import Claim
+from scenarios.models import Result, Run
+from tests.conftest import wait_for
+from tests.scenarios.factories import make_plan, make_scenario, make_team
+
+# A narrow layout space keeps each point's search to a few hundred layouts.
+SPACE: dict[str, Any] = {"tp": [1, 2, 4], "cp": [1], "pp": [1, 2], "microbatch_seqs": [1, 2]}
+AXES: list[dict[str, Any]] = [
+    {"field": "cluster.gpus", "values": [32, 64]},
+    {"field": "site.region", "values": ["quebec", "virginia"]},
+    {"field": "cluster.scale_out.bandwidth_gb_s", "range": {"start": 25, "stop": 75, "step": 25}},
+]
+POINTS = 2 * 2 * 3
+
+# DeepSeek-V3 on 2,048 H800 with microbatches up to 512 sequences: about 2.6 million layouts, over the limit.
+DEEPSEEK_CLUSTER: dict[str, Any] = {"accelerator": "h800-sxm", "gpus": 2048, "gpus_per_node": 8}
+DEEPSEEK_TRAINING: dict[str, Any] = {
+    "seq_len": 4096,
+    "global_batch_tokens": 15360 * 4096,
+    "total_tokens": 14.8e12,
+    "precision": "bf16",
+    "layout": {"tp": 1, "pp": 16, "cp": 1, "microbatch_seqs": 1},
+}
+HUGE_SPACE: dict[str, Any] = {"microbatch_seqs": [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]}
+
+
+def _messages(exc: ValidationError) -> dict[str, list[str]]:
+    return {key: [str(m) for m in value] for key, value in exc.message_dict.items()}
+
+
+@pytest.fixture
+def chunks_sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, str]]:
+    """Record the chunk tasks a sweep start fans out instead of sending them."""
+    calls: list[tuple[int, int, str]] = []
+
+    class FakeGroup:
+        def __init__(self, signatures: Any) -> None:
+            self.signatures = list(signatures)
+
+        def apply_async(self) -> None:
+            calls.extend(tuple(s.args) for s in self.signatures)
+
+    monkeypatch.setattr(search_jobs, "group", FakeGroup)
+    return calls
+
+
+@pytest.fixture
+def starts_sent(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    monkeypatch.setattr(search_jobs.sweep_start, "apply_async", lambda args: calls.append(args[0]))
+    return calls
+
+
+def _claim() -> Claim:
+    return Claim(task_id=str(uuid.uuid4()), retries=0, worker="pytest")
+
+
+# --- Limits and validation, before anything is queued ------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_an_oversized_search_space_is_refused_before_a_run_exists(
+    sent, django_capture_on_commit_callbacks
+) -> None:
+    team = make_team()
+    trio = (
+        make_scenario(kind="cluster", team=team, document=DEEPSEEK_CLUSTER),
+        make_scenario(kind="model", team=team, document={"preset": "deepseek-v3"}),
+        make_scenario(kind="site", team=team, document={"region": "quebec"}),
+    )
+    plan = make_plan(team=team, trio=trio, training=DEEPSEEK_TRAINING)
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(ValidationError) as caught:
+        search_jobs.search_request(plan=plan, user=None, space=HUGE_SPACE)
+    message = _messages(caught.value)["space"][0]
+    held = int(re.search(r"holds ([\d,]+) layouts", message).group(1).replace(",", ""))  # type: ignore[union-attr]
+    assert held > 2_000_000 and "limit of 2,000,000 per search" in message
+    assert Run.objects.count() == 0 and sent == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("options", "path"),
+    [
+        ({"objective": "fastest"}, "objective"),
+        ({"pareto": ["step_s", "happiness"]}, "pareto[1]"),
+        ({"top": 1000}, "top"),
+        ({"space": {"tp": [0]}}, "space.tp[0]"),
+        ({"space": {"tp": [3]}}, "space"),  # 3 divides neither the node nor the heads: nothing to search
+    ],
+)
+def test_bad_search_options_name_the_request_field(sent, options: dict[str, Any], path: str) -> None:
+    plan = make_plan(team=make_team())
+    with pytest.raises(ValidationError) as caught:
+        search_jobs.search_request(plan=plan, user=None, **options)
+    assert path in _messages(caught.value), _messages(caught.value)
+    assert Run.objects.count() == 0 and sent == []
+
+
+@pytest.mark.django_db
+def test_a_sweep_over_the_point_limit_is_refused_before_a_run_exists(
+    starts_sent, django_capture_on_commit_callbacks
+) -> None:
+    from solvers.sweep import MAX_SWEEP_POINTS
+
+    plan = make_plan(team=make_team())
+    axes = [
+        {"field": "cluster.scale_out.bandwidth_gb_s", "range": {"start": 10, "stop": 100, "step": 1}},
+        {"field": "cluster.scale_up.bandwidth_gb_s", "range": {"start": 400, "stop": 900, "step": 50}},
+    ]  # 91 x 11 = 1,001 points
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(ValidationError) as caught:
+        search_jobs.sweep_request(plan=plan, user=None, axes=axes)
+    message = _messages(caught.value)["axes"][0]
+    assert "1,001 points" in message and f"{MAX_SWEEP_POINTS:,}" in message
+    assert Run.objects.count() == 0 and starts_sent == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("kwargs", "path"),
+    [
+        ({"axes": [{"field": "training.layout.tp", "values": [1, 2]}]}, "axes[0].field"),
+        (
+            {"axes": [{"field": "cluster.gpus", "range": {"start": 8, "stop": 64, "step": 0}}]},
+            "axes[0].range.step",
+        ),
+        ({"axes": AXES, "mode": "zip"}, "mode"),
+        ({"axes": AXES, "pareto": ["step_s"]}, "pareto"),
+        ({"axes": AXES, "space": {"pp": [0]}}, "space.pp[0]"),
+    ],
+)
+def test_bad_sweep_options_name_the_request_field(starts_sent, kwargs: dict[str, Any], path: str) -> None:
+    plan = make_plan(team=make_team())
+    with pytest.raises(ValidationError) as caught:
+        search_jobs.sweep_request(plan=plan, user=None, **kwargs)
+    assert path in _messages(caught.value), _messages(caught.value)
+    assert Run.objects.count() == 0 and starts_sent == []
+
+
+# --- Search, in process ------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_search_run_stores_a_versioned_result_apart_from_the_solve(
+    sent, claim, django_capture_on_commit_callbacks
+) -> None:
+    plan = make_plan(team=make_team())
+    solved = execution.run_execute(run_id=services.run_request(plan=plan, user=None).pk, claim=claim)
+    with django_capture_on_commit_callbacks(execute=True):
+        run = search_jobs.search_request(
+            plan=plan, user=None, objective="usd_per_million_tokens", space=SPACE
+        )
+    assert run.kind == "search" and run.status == "queued" and run.points_total > 0
+    assert sent[-1] == [run.pk]  # the solve's path: scenarios.execute_run
+    outcome = execution.run_execute(run_id=run.pk, claim=_claim())
+    run.refresh_from_db()
+    assert (outcome.status, run.status) == ("succeeded", "succeeded"), run.error
+    assert 0 < run.points_done == run.points_total
+    result = Result.objects.get(pk=run.result_id)
+    assert result.pk != solved.result_id and (result.kind, result.version) == ("search", 2)
+    assert result.report["objective"] == "usd_per_million_tokens"
+    assert result.report["evaluated"] == run.points_total
+    assert result.step_s == result.report["best"]["step"]["step_s"]
+    assert result.usd_per_million_tokens == result.report["best"]["tco"]["usd_per_million_tokens"]
+    assert result.input_hash != Result.objects.get(pk=solved.result_id).input_hash
+    # The plan's own layout is the baseline the best one is compared with.
+    assert result.report["baseline"]["layout"]["tp"] == 2
+    # The same search again returns the stored result; another objective is another result.
+    again = execution.run_execute(
+        run_id=search_jobs.search_request(
+            plan=plan, user=None, objective="usd_per_million_tokens", space=SPACE
+        ).pk,
+        claim=_claim(),
+    )
+    assert (again.result_id, again.created) == (result.pk, False)
+    other = execution.run_execute(
+        run_id=search_jobs.search_request(plan=plan, user=None, objective="step_s", space=SPACE).pk,
+        claim=_claim(),
+    )
+    assert other.created and other.result_id != result.pk
+
+
+@pytest.mark.django_db
+def test_search_progress_is_written_while_the_engine_runs(sent, monkeypatch) -> None:
+    monkeypatch.setattr(search_jobs, "SEARCH_PROGRESS_PERIOD_S", 0.0)
+    monkeypatch.setattr("solvers.search.EVAL_CHUNK_LAYOUTS", 64)
+    seen: list[tuple[int, int]] = []
+    original = execution.run_progress
+
+    def spy(**kwargs: Any) -> bool:
+        ok = original(**kwargs)
+        row = Run.objects.values_list("points_done", "points_total").get(pk=kwargs["run_id"])
+        seen.append(row)
+        return ok
+
+    monkeypatch.setattr(execution, "run_progress", spy)
+    plan = make_plan(team=make_team())
+    run = search_jobs.search_request(plan=plan, user=None, space=SPACE)
+    assert execution.run_execute(run_id=run.pk, claim=_claim()).status == "succeeded"
+    assert len(seen) >= 3
+    done = [d for d, _ in seen]
+    assert done == sorted(done) and done[0] < seen[0][1] and done[-1] == seen[-1][1]
+
+
+# --- Sweep, in process: chunks recorded once, aggregation idempotent -----------------------------------
+
+
+def _sweep(plan: Any, settings: Any, *, chunk_points: int = 2) -> Run:
+    settings.SWEEP_CHUNK_POINTS = chunk_points
+    settings.SWEEP_MIN_CHUNKS = 1
+    return search_jobs.sweep_request(
+        plan=plan, user=None, axes=AXES, objective="total_kgco2e", pareto=["step_s", "total_usd"], space=SPACE
+    )
+
+
+@pytest.mark.django_db
+def test_sweep_chunks_in_any_order_and_twice_are_counted_once(
+    settings, starts_sent, chunks_sent, django_capture_on_commit_callbacks
+) -> None:
+    from solvers.sweep import sweep_document
+
+    plan = make_plan(team=make_team())
+    with django_capture_on_commit_callbacks(execute=True):
+        run = _sweep(plan, settings)
+    assert starts_sent == [run.pk] and run.points_total == POINTS and run.params["chunk_points"] == 2
+    assert search_jobs.sweep_begin(run_id=run.pk, claim=_claim()) == "started"
+    assert [c[1] for c in chunks_sent] == list(range(POINTS // 2))
+    order = list(chunks_sent) + random.Random(7).sample(chunks_sent, 3)  # three redelivered
+    random.Random(1).shuffle(order)
+    progress: list[int] = []
+    for run_id, chunk, input_hash in order:
+        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=_claim())
+        progress.append(Run.objects.get(pk=run.pk).points_done)
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error
+    assert progress == sorted(progress) and progress[-1] == POINTS
+    result = Result.objects.get(pk=run.result_id)
+    assert result.kind == "sweep" and result.report["points"] == POINTS
+    rows = result.report["rows"]
+    assert [r["index"] for r in rows] == list(range(POINTS))
+    # The chunked job gives the rows a single process gives.
+    alone = sweep_document(
+        {
+            **services.plan_document(plan=plan),
+            "sweep": {"axes": AXES, "objective": "total_kgco2e", "pareto": ["step_s", "total_usd"]},
+            "search": {"space": SPACE},
+        }
+    )
+    strip = lambda rs: [{k: v for k, v in r.items() if k != "elapsed_s"} for r in rs]  # noqa: E731
+    assert strip(rows) == strip(alone["rows"]) and result.report["pareto"] == alone["pareto"]
+    best = result.report["best"]
+    assert best["metrics"]["total_kgco2e"] == min(
+        r["best"]["metrics"]["total_kgco2e"] for r in rows if "best" in r
+    )
+    assert (
+        result.total_kgco2e == best["metrics"]["total_kgco2e"] and result.step_s == best["metrics"]["step_s"]
+    )
+    # The aggregation again (a late duplicate chunk, or by hand) changes nothing.
+    assert search_jobs.sweep_finish(run_id=run.pk) == "succeeded"
+    run_id, chunk, input_hash = chunks_sent[0]
+    assert (
+        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=_claim())
+        == "finished"
+    )
+    assert Result.objects.filter(plan=plan).count() == 1
+    assert Run.objects.get(pk=run.pk).points_done == POINTS
+
+
+@pytest.mark.django_db
+def test_a_chunk_whose_worker_is_lost_every_time_fails_the_run_at_the_cap(
+    settings, starts_sent, chunks_sent
+) -> None:
+    run = _sweep(make_plan(team=make_team()), settings)
+    search_jobs.sweep_begin(run_id=run.pk, claim=_claim())
+    run_id, chunk, input_hash = chunks_sent[0]
+    delivery = _claim()
+    kwargs = {"run_id": run_id, "chunk": chunk, "input_hash": input_hash}
+    assert search_jobs.chunk_claim(**kwargs, claim=delivery) == "go"
+    # Our own retry after a database error (same task, next retry count) is not an attempt.
+    assert search_jobs.chunk_claim(**kwargs, claim=Claim(delivery.task_id, 1)) == "go"
+    assert search_jobs.chunk_claim(**kwargs, claim=Claim(delivery.task_id, 1)) == "go"  # redelivered: 2
+    assert search_jobs.chunk_claim(**kwargs, claim=Claim(delivery.task_id, 1)) == "go"  # 3
+    assert search_jobs.chunk_claim(**kwargs, claim=Claim(delivery.task_id, 1)) == "capped"
+    run.refresh_from_db()
+    assert run.status == "failed" and f"points chunk {chunk}" in run.error and "gave up after 3" in run.error
+    assert search_jobs.chunk_claim(**kwargs, claim=_claim()) == "finished"
+
+
+@pytest.mark.django_db
+def test_a_chunk_sent_for_other_inputs_changes_nothing(settings, starts_sent, chunks_sent) -> None:
+    run = _sweep(make_plan(team=make_team()), settings)
+    search_jobs.sweep_begin(run_id=run.pk, claim=_claim())
+    run_id, chunk, _ = chunks_sent[0]
+    assert (
+        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash="0" * 64, claim=_claim()) == "stale"
+    )
+    assert Run.objects.get(pk=run.pk).points_done == 0
+
+
+@pytest.mark.django_db
+def test_a_sweep_start_delivered_twice_sends_only_missing_chunks(settings, starts_sent, chunks_sent) -> None:
+    run = _sweep(make_plan(team=make_team()), settings)
+    first = _claim()
+    search_jobs.sweep_begin(run_id=run.pk, claim=first)
+    sent_first = list(chunks_sent)
+    search_jobs.chunk_execute(run_id=run.pk, chunk=0, input_hash=sent_first[0][2], claim=_claim())
+    chunks_sent.clear()
+    # The same message again after its worker died: a new attempt, the same frozen inputs.
+    assert search_jobs.sweep_begin(run_id=run.pk, claim=first) == "started"
+    assert [c[1] for c in chunks_sent] == [c[1] for c in sent_first[1:]]
+    assert {c[2] for c in chunks_sent} == {sent_first[0][2]}
+    run.refresh_from_db()
+    assert run.attempts == 2 and run.points_done == 2
+
+
+@pytest.mark.django_db
+def test_a_sweep_resent_by_the_sweeper_finishes_in_one_worker_keeping_recorded_chunks(
+    settings, starts_sent, chunks_sent, sent
+) -> None:
+    plan = make_plan(team=make_team())
+    run = _sweep(plan, settings)
+    search_jobs.sweep_begin(run_id=run.pk, claim=_claim())
+    for run_id, chunk, input_hash in chunks_sent[:2]:
+        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=_claim())
+    claims_before = Run.objects.get(pk=run.pk).params["job"]["chunks"]
+    # The lease expired (chunks queued behind other work): the sweeper puts the run back and sends it
+    # through scenarios.execute_run, which runs the sweep executor.
+    Run.objects.filter(pk=run.pk).update(status="queued", claim_task_id="")
+    outcome = execution.run_execute(run_id=run.pk, claim=_claim())
+    run.refresh_from_db()
+    assert (outcome.status, run.status) == ("succeeded", "succeeded"), run.error
+    assert run.points_done == POINTS and run.attempts == 2
+    result = Result.objects.get(pk=run.result_id)
+    assert [r["index"] for r in result.report["rows"]] == list(range(POINTS))
+    kept = {k: result.report["rows"][int(k) * 2 : int(k) * 2 + 2] for k in claims_before}
+    assert kept == claims_before  # the two recorded chunks were not solved again
+
+
+# --- Through real workers ----------------------------------------------------------------------------
+
+
+def test_a_search_job_runs_on_a_worker_with_progress(celery_worker) -> None:
+    plan = make_plan(team=make_team())
+    run = search_jobs.search_request(plan=plan, user=None, space=SPACE)
+    assert wait_for(lambda: Run.objects.get(pk=run.pk).finished, timeout_s=60), celery_worker.log()[-3000:]
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error
+    assert 0 < run.points_done == run.points_total
+    assert Result.objects.get(pk=run.result_id).kind == "search"
+
+
+def test_a_sweep_fans_out_over_two_worker_processes(worker_factory, settings) -> None:
+    workers = [worker_factory(concurrency=1), worker_factory(concurrency=1)]
+    plan = make_plan(team=make_team())
+    run = _sweep(plan, settings, chunk_points=1)
+    seen: list[int] = []
+
+    def done() -> bool:
+        row = Run.objects.get(pk=run.pk)
+        seen.append(row.points_done)
+        return row.finished
+
+    assert wait_for(done, timeout_s=120, interval_s=0.02), workers[0].log()[-3000:]
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error
+    assert run.points_done == run.points_total == POINTS
+    assert seen == sorted(seen)
+    result = Result.objects.get(pk=run.result_id)
+    assert [r["index"] for r in result.report["rows"]] == list(range(POINTS))
+    assert result.report["chunks"] == {"points_per_chunk": 1, "count": POINTS}
+    # Both processes solved chunks (each took some of the group's messages).
+    for worker in workers:
+        assert "scenarios.sweep_chunk" in worker.log() and "succeeded" in worker.log()
+    chunk_counts = [w.log().count("Task scenarios.sweep_chunk[") for w in workers]
+    assert all(c > 0 for c in chunk_counts), chunk_counts
+
+
+# --- Faults (``pytest -m fault``): a worker killed mid-sweep ------------------------------------------
+
+
+@pytest.mark.fault
+@pytest.mark.timeout(600)
+def test_a_sweep_survives_kill9_of_one_of_two_workers(worker_factory, settings, monkeypatch) -> None:
+    monkeypatch.setenv("SWEEP_QUEUED_AFTER_S", "3")
+    env = {"RUN_LEASE_S": "4"}
+    doomed = worker_factory(concurrency=1, env=env)
+    survivor = worker_factory(concurrency=1, env=env)
+    plan = make_plan(team=make_team())
+    settings.SWEEP_CHUNK_POINTS = 1
+    settings.SWEEP_MIN_CHUNKS = 1
+    # The default layout space: a few hundred milliseconds per point, so chunks are in flight at the kill.
+    run = search_jobs.sweep_request(
+        plan=plan, user=None, axes=[*AXES, {"field": "site.pue", "values": [1.1, 1.3]}]
+    )
+    assert wait_for(lambda: Run.objects.get(pk=run.pk).points_done >= 3, timeout_s=120), doomed.log()[-3000:]
+    doomed.kill9()
+
+    def finished() -> bool:
+        execution.runs_sweep()  # what beat does every 30 s
+        return Run.objects.get(pk=run.pk).finished
+
+    assert wait_for(finished, timeout_s=300, interval_s=0.5), survivor.log()[-3000:]
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error
+    assert run.points_done == run.points_total == 2 * POINTS
+    result = Result.objects.get(pk=run.result_id)
+    assert [r["index"] for r in result.report["rows"]] == list(range(2 * POINTS))
+    assert Result.objects.filter(plan=plan).count() == 1
+    # Normally 2: the chunk the killed worker held was finished by the sweep executor that the sweeper
+    # sent once the lease expired (1 if the kill fell between two chunks).
+    assert run.attempts in (1, 2)
