@@ -4,3 +4,7 @@ from django.apps import AppConfig
 class ApiConfig(AppConfig):
     name = "api"
     verbose_name = "REST API"
+
+    def ready(self) -> None:
+        # Registers the OpenAPI extension for the token authentication class.
+        from api import schema  # noqa: F401

@@ -38,7 +38,9 @@ def _flatten(data: Any, prefix: str = "") -> list[dict[str, str]]:
     return [{"path": prefix, "message": str(data)}]
 
 
-def error_response(errors: list[dict[str, str]], *, status_code: int = 400, detail: str = "Invalid input.") -> Response:
+def error_response(
+    errors: list[dict[str, str]], *, status_code: int = 400, detail: str = "Invalid input."
+) -> Response:
     return Response({"detail": detail, "errors": errors}, status=status_code)
 
 
@@ -57,19 +59,21 @@ def _lower_layer_response(exc: Exception) -> Response | None:
     if isinstance(exc, DjangoValidationError):
         return error_response(_django_validation_errors(exc))
     if isinstance(exc, RequestDataTooBig):
-        return error_response([{"path": "body", "message": f"larger than the limit of {MAX_BODY_BYTES} bytes"}])
+        return error_response(
+            [{"path": "body", "message": f"larger than the limit of {MAX_BODY_BYTES} bytes"}]
+        )
     if isinstance(exc, SuspiciousOperation):
         return error_response([{"path": "", "message": str(exc)}])
     try:
         from solvers import ScenarioError
     except ImportError:  # the solver package is optional at import time of this module only
-        ScenarioError = None  # type: ignore[assignment,misc]  # noqa: N806
+        ScenarioError = None  # type: ignore[assignment,misc]
     if ScenarioError is not None and isinstance(exc, ScenarioError):
         return error_response([{"path": e.path, "message": e.message} for e in exc.errors])
     try:
         from scenarios.errors import ScenarioInUse
     except ImportError:
-        ScenarioInUse = None  # type: ignore[assignment,misc]  # noqa: N806
+        ScenarioInUse = None  # type: ignore[assignment,misc]
     if ScenarioInUse is not None and isinstance(exc, ScenarioInUse):
         return error_response(
             [{"path": "", "message": str(exc) or "results depend on this object; archive it instead"}],

@@ -350,8 +350,13 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
                     name: getattr(result, name) for name in adapters.DELTA_FIELDS
                 }
             pending = later
-        # The plan's current result is the one of its last run in this call.
-        current = {item.run.plan_id: stored[item.run.pk].result_id for item in solved}
+        # The plan's current result is the one of its last solve in this call. Search and sweep results
+        # are versions of the plan too, but compare reads a single report's step/TCO/carbon sections.
+        current = {
+            item.run.plan_id: stored[item.run.pk].result_id
+            for item in solved
+            if item.run.kind == RUN_KIND_SOLVE
+        }
         with connection.cursor() as cursor:
             # Joined to arrays rather than CASE WHEN per row: one short statement whatever the chunk size.
             cursor.execute(

@@ -24,43 +24,75 @@ _INF = math.inf
 
 def _normalise(value: Any, drop_labels: bool) -> Any:
     kind = type(value)
+    if kind is dict:
+        return _normalise_dict(value, drop_labels)
     if kind is float:
-        if value != value or value in (_INF, -_INF):
-            raise SolverInternalError(f"non-finite number in a canonical document: {value!r}")
-        if value.is_integer() and -_MAX_EXACT_INT < value < _MAX_EXACT_INT:
-            return int(value)
-        return value
+        return _normalise_float(value)
     if kind is str or kind is int or kind is bool or value is None:
         return value
-    if kind is dict:
-        return {
-            str(k): _normalise(v, drop_labels)
-            for k, v in value.items()
-            if not (drop_labels and k in LABEL_KEYS)
-        }
     if kind is list or kind is tuple:
-        return [_normalise(v, drop_labels) for v in value]
+        return _normalise_list(value, drop_labels)
+    return _normalise_other(value, drop_labels)
+
+
+def _normalise_float(value: float) -> float | int:
+    if value != value or value in (_INF, -_INF):
+        raise SolverInternalError(f"non-finite number in a canonical document: {value!r}")
+    if value.is_integer() and -_MAX_EXACT_INT < value < _MAX_EXACT_INT:
+        return int(value)
+    return value
+
+
+# Leaves are dispatched inline (no call per string, int or bool): a resolved scenario has about a hundred
+# of them, and this walk runs once per report.
+def _normalise_dict(value: dict[Any, Any], drop_labels: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if drop_labels and key in LABEL_KEYS:
+            continue
+        kind = type(item)
+        if kind is float:
+            item = _normalise_float(item)
+        elif kind is dict:
+            item = _normalise_dict(item, drop_labels)
+        elif not (kind is str or kind is int or kind is bool or item is None):
+            item = _normalise(item, drop_labels)
+        out[key if type(key) is str else str(key)] = item
+    return out
+
+
+def _normalise_list(value: list[Any] | tuple[Any, ...], drop_labels: bool) -> list[Any]:
+    out: list[Any] = []
+    for item in value:
+        kind = type(item)
+        if kind is float:
+            item = _normalise_float(item)
+        elif not (kind is str or kind is int or kind is bool or item is None):
+            item = _normalise(item, drop_labels)
+        out.append(item)
+    return out
+
+
+def _normalise_other(value: Any, drop_labels: bool) -> Any:
     if isinstance(value, dict):
-        return _normalise(dict(value), drop_labels)
+        return _normalise_dict(dict(value), drop_labels)
     if isinstance(value, list | tuple):
-        return _normalise(list(value), drop_labels)
+        return _normalise_list(list(value), drop_labels)
     for base in (bool, int, float, str):  # subclasses such as numpy.float64 or IntEnum
         if isinstance(value, base):
             return _normalise(base(value), drop_labels)
     if hasattr(value, "item"):  # numpy scalar
         return _normalise(value.item(), drop_labels)
+    kind = type(value)
     raise SolverInternalError(f"value of type {kind.__name__} cannot be canonicalised")
+
+
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def canonical_json(document: Any, *, drop_labels: bool = False) -> str:
     """Deterministic JSON text of ``document`` (sorted keys, compact, integral floats as integers)."""
-    return json.dumps(
-        _normalise(document, drop_labels),
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-    )
+    return _ENCODER.encode(_normalise(document, drop_labels))
 
 
 def canonical_hash(document: Any) -> str:

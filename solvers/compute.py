@@ -10,8 +10,9 @@ Conventions
 * **Recompute FLOPs** are extra forward work: ``full`` re-runs the whole forward pass (+1/3 of the model
   FLOPs, Korthikanti et al. 2022 §5); ``selective`` re-runs only the attention core ``QK^T``, softmax and
   ``AV`` (+``4 * L * h * s`` per token, the forward third of the attention term; Korthikanti et al. 2022
-  §4.3). FlashAttention-style kernels recompute exactly this in the backward pass, so a modern stack with
-  fused attention is ``selective`` here.
+  §4.3). With fused attention (``training.fused_attention``, the default) nothing of the score matrix is
+  stored anyway, so ``none`` already keeps what ``selective`` keeps and ``selective`` only adds this work.
+  Not counted: the score recomputation inside a FlashAttention backward kernel (``2 * L * h * s``).
 * **Busiest stage.** Stages may be uneven: the stage with ``ceil(L / pp)`` layers sets the pace. Embedding
   and output-layer work is spread over stages in proportion to their layers (Llama 3 §3.3.2 balances the
   first and last stage by giving them one layer less, which this approximates).
@@ -189,8 +190,8 @@ def elementwise_time_s(*, activation_bytes: Num, full_recompute: Num, hbm_bytes_
     These kernels do a few FLOPs per byte, so HBM bandwidth, not the tensor cores, sets their time:
     ``passes x activation bytes / HBM bandwidth`` with 4 passes (6 with full recompute), over the
     activation bytes Korthikanti et al. 2022 §4 count per token and layer (``solvers.memory``). The attention
-    score matrix counts only when it is materialised (no recompute, or full recompute of unfused attention);
-    fused attention (the ``selective`` policy) never writes it to HBM (Dao et al., FlashAttention, 2022).
+    score matrix counts only when it is materialised (unfused attention, ``training.fused_attention: false``,
+    under every recompute policy); fused attention never writes it to HBM (Dao et al., FlashAttention, 2022).
     Example: GPT 1.7B (h = 2,304, a = 24, s = 2,048, no TP), full recompute: (34 h + 5 a s) = 324 kB per
     token-layer x 6 / 2.039e12 B/s = 0.95 us, against 3.0 us of GEMMs at 193 TFLOP/s: a third more time,
     which is why small models reach a lower share of peak (Narayanan et al. SC'21 Table 1: 44% vs 52%).

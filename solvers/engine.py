@@ -11,6 +11,7 @@ Composition (each term is documented, with its source, in the module that comput
                   rate = peak[precision] x efficiency x precision factor          catalog.calibration
     comm_s_x    = exchange x alone on the links its group crosses               solvers.exchanges
     hidden_x    = min(overlap_x * comm_s_x, window_x)                          seed 004 §5.4
+                  x compute_s / max(sum_x hidden_x, compute_s)   (all together never exceed compute)
     exposed_x   = comm_s_x - hidden_x
     compute_s  += 0.15 x sum_x hidden_x (communication kernels take SMs)     catalog.calibration
     bubble_s    = schedule's bubble on t_mb = compute_s / m                     solvers.pipeline
@@ -30,16 +31,16 @@ layers) sets the pace; traffic bytes are means over GPUs; bandwidths are achieve
 MFU counts model FLOPs against the dense peak at the training precision (PaLM appendix B). Routed experts
 are laid out ``expert_tp-ep-edp-pp`` (Megatron-Core's expert grid), so an EP group has stride ``expert_tp``.
 Pipeline sends cross the NIC whenever the job spans nodes (stages are outermost; the slowest boundary sets
-the pace). Attention scores: ``training.fused_attention`` True means FlashAttention-style kernels (the
-``s x s`` scores never reach HBM, for every recompute policy), False means they are materialised; None (the
-default) follows Korthikanti et al.'s policies literally: their selective recompute is what fused kernels do,
-so ``selective`` is fused and ``none``/``full`` materialise the scores (stored, or replayed in the recomputed
-forward). A modern stack that does not checkpoint activations is ``none`` with ``fused_attention: true``, or
-``selective``.
+the pace). Attention scores: ``training.fused_attention`` True (the default, and what None means) is
+FlashAttention-style kernels: the ``s x s`` scores never reach HBM, for every recompute policy. False
+materialises them (Megatron-LM before 2023): stored without recompute, written and read again by the
+recomputed forward with ``selective`` or ``full``. Either way a recompute policy only adds work, so it never
+makes a step faster (``tests/solvers/test_step_properties.py``).
 
 Worked example (``tests/solvers/test_engine.py``): Llama 3 405B on 16,384 H100, TP8/PP16/DP128, interleaved
-(v = 4), ZeRO-3 with FP32 reduce-scatter, DP and PP hidden: compute 5.41 s, bubble 1.27 s, exposed TP
-0.67 s, DP 0.15 s -> step 7.50 s, 36.4% MFU (published 41%, Llama 3 Table 4).
+(v = 8, one layer per chunk), ZeRO-3 with FP32 reduce-scatter, no recompute with fused attention, DP and PP
+hidden at 0.9: compute 5.29 s, bubble 0.62 s, exposed TP 0.67 s, DP 0.15 s, PP 0.02 s -> step 6.76 s,
+40.3% MFU (published 41%, Llama 3 Table 4).
 """
 
 from __future__ import annotations
@@ -243,7 +244,7 @@ def _rule_masks(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpe
         (lay.zero_stage < 0) | (lay.zero_stage > 3),
         (vv > 1) & logical_not(interleaved),
         interleaved & (p < 2),
-        interleaved & (p * vv > model.layers),
+        interleaved & (p * vv > model.layers + pipeline.STANDALONE_CHUNKS),
         interleaved & (micro % p != 0),
         dualpipe & ((p < 2) | (p % 2 != 0)),
         dualpipe & ((micro < 2 * p) | (micro % 2 != 0)),
@@ -315,7 +316,11 @@ def _message(
     if rule == "interleaved_needs_pp":
         return f"{path}schedule: interleaved needs pp >= 2, got pp {pp}"
     if rule == "interleaved_layers":
-        return f"{path}virtual_stages: pp*virtual_stages (={pp * v}) must not exceed model.layers (={model.layers})"
+        return (
+            f"{path}virtual_stages: pp*virtual_stages (={pp * v}) must not exceed model.layers + 2 "
+            f"(={model.layers + pipeline.STANDALONE_CHUNKS}): every model chunk holds a layer, or the embedding "
+            "or the output layer alone (Llama 3 §3.3.2)"
+        )
     if rule == "interleaved_microbatches":
         return (
             f"{path}microbatch_seqs: the interleaved schedule needs microbatches (={micro}) divisible by pp "
@@ -365,6 +370,33 @@ def evaluate(
         return StepColumns(**columns)
     values = _step(model=model, cluster=cluster, training=training, lay=layouts)
     return StepColumns(**{name: _column(values[name], _DTYPES[name], len(layouts)) for name in _FIELD_NAMES})
+
+
+def evaluate_one(
+    *, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layouts: LayoutBatch
+) -> tuple[dict[str, float | int | bool] | None, str | None]:
+    """Check and evaluate the single layout of a batch of one, straight to python scalars.
+
+    Returns ``(row, None)`` with ``row == evaluate(...).row(0)`` (bit for bit: the same scalar arithmetic,
+    without building 36 arrays to read them back), or ``(None, message)`` naming the first broken rule as
+    ``check_layouts`` does. This is the path of one report.
+    """
+    if len(layouts) != 1:
+        raise ValueError(f"evaluate_one takes a batch of one layout, got {len(layouts)}")
+    lay = _scalar_layout(layouts)
+    masks = _rule_masks(model=model, cluster=cluster, training=training, lay=lay)
+    for index, bad in enumerate(masks):
+        if bad:
+            return None, _message(
+                index + 1, 0, model=model, cluster=cluster, training=training, layouts=layouts
+            )
+    values = _step(model=model, cluster=cluster, training=training, lay=lay)
+    row: dict[str, float | int | bool] = {}
+    for name in _FIELD_NAMES:
+        value = values[name]
+        kind = _DTYPES[name]
+        row[name] = float(value) if kind is np.float64 else int(value) if kind is np.int64 else bool(value)
+    return row, None
 
 
 def _column(value: Num, dtype: type, n: int) -> np.ndarray:
@@ -571,6 +603,17 @@ def _step(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, lay
     hidden_pp = minimum(ov.pp * pp_x.time_s, compute_s)
     hidden_dp = minimum(ov.dp * dp_x.time_s, microbatch_s)
     hidden_ep = minimum(ov.ep * ep_x.time_s, compute_s * moe_share)
+    # Together the hidden exchanges never exceed the compute they hide behind either: each window above is a
+    # share of the same compute, so when their sum would pass it every hidden share shrinks in proportion
+    # (otherwise extra compute, such as recomputation, could shorten a communication-bound step).
+    # compute / max(sum, compute) is exactly 1.0 when nothing is capped, so uncapped steps are unchanged.
+    hidden_sum = hidden_tp + hidden_cp + hidden_pp + hidden_dp + hidden_ep
+    cap = compute_s / maximum(hidden_sum, compute_s)
+    hidden_tp = hidden_tp * cap
+    hidden_cp = hidden_cp * cap
+    hidden_pp = hidden_pp * cap
+    hidden_dp = hidden_dp * cap
+    hidden_ep = hidden_ep * cap
     exposed_tp = tp_x.time_s - hidden_tp
     exposed_cp = cp_x.time_s - hidden_cp
     exposed_pp = pp_x.time_s - hidden_pp

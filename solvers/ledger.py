@@ -199,12 +199,24 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
     def note(key: str, value: object, unit: str, source: str) -> None:
         assumptions.append({"key": key, "value": value, "unit": unit, "source": source})
 
-    step_s = np.asarray(inp.step_s, dtype=np.float64)
-    busy = np.asarray(inp.gpu_busy_fraction, dtype=np.float64)
-    tokens_per_step = np.asarray(inp.tokens_per_step, dtype=np.float64)
-    shape = np.broadcast_shapes(step_s.shape, busy.shape, tokens_per_step.shape)
-
-    scalar = shape == ()
+    # One layout (python scalars) runs on python floats, the way the step engine runs a batch of one: the
+    # same IEEE-754 operations as on 0-d arrays, so the same bits, without numpy's per-operation overhead.
+    scalar = (
+        type(inp.step_s) in _SCALARS
+        and type(inp.gpu_busy_fraction) in _SCALARS
+        and type(inp.tokens_per_step) in _SCALARS
+    )
+    if scalar:
+        step_s: Any = float(inp.step_s)
+        busy: Any = float(inp.gpu_busy_fraction)
+        tokens_per_step: Any = float(inp.tokens_per_step)
+        shape: tuple[int, ...] = ()
+    else:
+        step_s = np.asarray(inp.step_s, dtype=np.float64)
+        busy = np.asarray(inp.gpu_busy_fraction, dtype=np.float64)
+        tokens_per_step = np.asarray(inp.tokens_per_step, dtype=np.float64)
+        shape = np.broadcast_shapes(step_s.shape, busy.shape, tokens_per_step.shape)
+        scalar = shape == ()
 
     def out(value: Num) -> Num:
         if scalar:
@@ -325,7 +337,7 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
     window_days: float | None = None
     if inp.total_tokens is not None:
         mode = "total_tokens"
-        steps = np.ceil(inp.total_tokens / tokens_per_step)
+        steps = _ceil(inp.total_tokens / tokens_per_step)
         tokens = steps * tokens_per_step
         ideal_s = steps * step_s
         wall_s = ideal_s / shares.goodput
@@ -337,7 +349,7 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
         )
         if inp.job_days is not None:
             window_days = inp.job_days
-            longest_days = float(np.max(wall_s)) / SECONDS_PER_HOUR / HOURS_PER_DAY
+            longest_days = float(wall_s if scalar else np.max(wall_s)) / SECONDS_PER_HOUR / HOURS_PER_DAY
             if longest_days > inp.job_days:
                 warnings.append(
                     f"training.total_tokens needs {longest_days:.1f} wall-clock days, more than "
@@ -364,9 +376,10 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
                 "neither training.total_tokens nor economics.job_days given: time-based figures use a "
                 f"{window_days:g}-day window ({window.source})",
             )
-        wall_s = np.full(shape, window_days * HOURS_PER_DAY * SECONDS_PER_HOUR)
+        window_s = window_days * HOURS_PER_DAY * SECONDS_PER_HOUR
+        wall_s = window_s if scalar else np.full(shape, window_s)
         ideal_s = wall_s * shares.goodput
-        steps = np.floor(ideal_s / step_s)
+        steps = _floor(ideal_s / step_s)
         tokens = steps * tokens_per_step
 
     wall_h = wall_s / SECONDS_PER_HOUR
@@ -527,7 +540,9 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
         "cloud_usd": None if cloud is None else out(cloud),
         "failure_cost_usd": out(total * failure_share),
         "checkpoint_cost_usd": out(total * shares.checkpoint_writes),
-        "capex_share": out(capex / total) if np.all(np.asarray(total) > 0) else out(0.0),
+        "capex_share": out(capex / total)
+        if (total > 0 if scalar else np.all(np.asarray(total) > 0))
+        else out(0.0),
         "capex_total_usd": out(capex_total),
     }
     return LedgerResult(
@@ -539,6 +554,19 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
         assumptions=assumptions,
         warnings=warnings,
     )
+
+
+_SCALARS = (float, int)
+
+
+def _ceil(value: Any) -> Any:
+    """``np.ceil``; a python float stays a python float (the same value: ceil is exact)."""
+    return float(math.ceil(value)) if type(value) is float else np.ceil(value)
+
+
+def _floor(value: Any) -> Any:
+    """``np.floor``; a python float stays a python float (the same value: floor is exact)."""
+    return float(math.floor(value)) if type(value) is float else np.floor(value)
 
 
 _INTERVAL_SOURCES = {
@@ -556,7 +584,97 @@ _LEDGER_SOURCES = {
 }
 
 
+def _valid_scalar(inp: LedgerInputs) -> bool:
+    """True when a one-layout input passes every rule of ``_validate`` (checked in one expression; any doubt
+    returns False and ``_validate`` names the broken rules)."""
+    number = (int, float)
+    plain = (
+        type(inp.step_s) in number
+        and type(inp.gpu_busy_fraction) in number
+        and type(inp.tokens_per_step) in number
+        and type(inp.gpus) is int
+        and type(inp.gpus_per_node) is int
+        and type(inp.nics_per_node) is int
+        and type(inp.psus_per_node) is int
+        and (inp.checkpoint_writers is None or type(inp.checkpoint_writers) is int)
+    )
+    if not plain:
+        return False
+    values = (
+        inp.step_s,
+        inp.gpu_busy_fraction,
+        inp.tokens_per_step,
+        inp.accelerator_tdp_w,
+        inp.accelerator_unit_price_usd,
+        inp.accelerator_embodied_kgco2e,
+        inp.gpu_mttf_h,
+        inp.nic_mttf_h,
+        inp.psu_mttf_h,
+        inp.restart_s,
+        inp.storage_write_gb_s,
+        inp.storage_per_writer_gb_s,
+        inp.host_w_per_node,
+        inp.idle_fraction,
+        inp.params,
+        inp.grid_gco2_per_kwh,
+        inp.pue,
+        inp.wue_l_per_kwh,
+        inp.electricity_usd_per_kwh,
+        inp.amortization_years,
+        inp.infra_multiplier,
+        inp.maintenance_per_year,
+        inp.embodied_lifetime_years,
+        *inp.other_mttf_h,
+    )
+    optional = (inp.total_tokens, inp.checkpoint_interval_h, inp.job_days, inp.cloud_usd_per_gpu_hour)
+    for value in (*values, *(v for v in optional if v is not None)):
+        if type(value) not in number or not math.isfinite(value):
+            return False
+    return bool(
+        inp.step_s > 0
+        and 0 <= inp.gpu_busy_fraction <= 1
+        and inp.tokens_per_step > 0
+        and inp.gpus >= 1
+        and inp.gpus_per_node >= 1
+        and inp.accelerator_tdp_w > 0
+        and inp.accelerator_unit_price_usd >= 0
+        and inp.accelerator_embodied_kgco2e >= 0
+        and inp.gpu_mttf_h > 0
+        and inp.nic_mttf_h > 0
+        and inp.psu_mttf_h > 0
+        and all(m > 0 for m in inp.other_mttf_h)
+        and inp.nics_per_node >= 0
+        and inp.psus_per_node >= 0
+        and inp.restart_s >= 0
+        and inp.storage_write_gb_s > 0
+        and inp.storage_per_writer_gb_s > 0
+        and inp.host_w_per_node >= 0
+        and 0 <= inp.idle_fraction <= 1
+        and inp.mtbf_convention in MTBF_CONVENTIONS
+        and inp.params > 0
+        and inp.optimizer in ckpt.OPTIMIZERS
+        and inp.precision in ckpt.PRECISIONS
+        and (inp.total_tokens is None or inp.total_tokens > 0)
+        and (inp.checkpoint_interval_h is None or inp.checkpoint_interval_h > 0)
+        and (inp.checkpoint_writers is None or inp.checkpoint_writers >= 1)
+        and inp.interval_method in INTERVAL_METHODS
+        and inp.goodput_ledger in GOODPUT_LEDGERS
+        and inp.grid_gco2_per_kwh >= 0
+        and inp.pue >= 1.0
+        and inp.wue_l_per_kwh >= 0
+        and inp.electricity_usd_per_kwh >= 0
+        and (inp.job_days is None or inp.job_days > 0)
+        and inp.amortization_years > 0
+        and inp.infra_multiplier >= 0
+        and inp.maintenance_per_year >= 0
+        and (inp.cloud_usd_per_gpu_hour is None or inp.cloud_usd_per_gpu_hour >= 0)
+        and inp.embodied_lifetime_years > 0
+    )
+
+
 def _validate(inp: LedgerInputs) -> None:
+    if _valid_scalar(inp):
+        return
     errors: list[FieldError] = []
 
     def need(ok: bool, path: str, rule: str) -> None:

@@ -25,10 +25,10 @@ attention and gated MLPs:
   ``kv = a``), MLP ``4f`` (GELU in and out) or ``6f`` (gate, up and product of a gated MLP); with ``f = 4h``
   and ``kv = a`` this is Korthikanti's ``24 h``;
 * attention scores ``5 a s`` per token (softmax output, dropout mask and output), split over tensor ranks,
-  kept only without recompute.
+  kept only without recompute and without fused attention (``training.fused_attention: false``).
 
 So ``none`` = ``s b h (34 + 5 a s / h)`` for GPT-3 shapes without parallelism (Korthikanti eq. 1),
-``selective`` drops the score term (eq. 5, what fused attention kernels achieve), ``full`` keeps only each
+``selective`` drops the score term (eq. 5; fused attention kernels never store it either), ``full`` keeps only each
 layer's ``2 h`` input plus one layer's working set during its recomputation (§5). Routed-expert MLPs store,
 per token, ``top_k`` dispatched inputs ``2h`` and ``top_k`` expert activations, split over ``expert_tp``.
 Not counted: framework buffers, the output-layer logits on the last stage, fragmentation; the busiest
@@ -173,20 +173,23 @@ def activation_bytes(
 
 
 def scores_materialised(*, recompute: Num, fused_attention: bool | None) -> Num:
-    """Whether the ``s x s`` attention scores go through HBM.
+    """Whether the ``s x s`` attention scores go through HBM, for every recompute policy alike.
 
-    ``fused_attention`` None follows Korthikanti et al. 2022: their selective recompute is exactly what fused
-    (FlashAttention-style, Dao et al. 2022) kernels do, so ``selective`` is fused and ``none``/``full`` are
-    not; True or False applies to every policy. Example: recompute full, fused None -> True.
+    Fused kernels (FlashAttention, Dao et al. 2022) never write the scores to HBM, whatever the policy;
+    unfused attention (Megatron-LM's fused softmax of 2021-22, Korthikanti et al. 2022) writes them in the
+    forward pass and reads them in the backward pass: stored with no recompute, written and read again inside
+    the recomputed forward with ``selective`` or ``full``. Recompute changes what is *stored*
+    (``memory_policy``), never whether the scores move, so a recompute policy can only add time.
+    ``fused_attention`` None is unspecified and read as fused, the scenario document's default.
+    Example: recompute full, fused False -> True; recompute none, fused None -> False.
     """
-    if fused_attention is None:
-        return recompute != 1
-    return constant_like(not fused_attention, recompute)
+    materialised = fused_attention is False
+    return constant_like(materialised, recompute)
 
 
 def memory_policy(*, recompute: Num, fused_attention: bool | None) -> Num:
     """The recompute code whose stored activations apply: ``none`` with fused attention stores what
-    ``selective`` stores (no score matrix). Example: (0, True) -> 1; (0, None) -> 0; (2, any) -> 2."""
+    ``selective`` stores (no score matrix). Example: (0, True) -> 1; (0, False) -> 0; (2, any) -> 2."""
     fused_none = (recompute == 0) & logical_not(
         scores_materialised(recompute=recompute, fused_attention=fused_attention)
     )

@@ -40,6 +40,13 @@ INTERLEAVED = SCHEDULE_CODE["interleaved"]
 ZERO_BUBBLE = SCHEDULE_CODE["zero_bubble"]
 DUALPIPE = SCHEDULE_CODE["dualpipe"]
 
+STANDALONE_CHUNKS = 2
+"""Model chunks that may hold no transformer layer: the embedding and the output layer (with the loss) can
+each be a chunk of their own, so an interleaved pipeline has at most ``layers + 2`` chunks (``pp * v``).
+Llama 3 §3.3.2 runs exactly that: one layer per chunk, one layer fewer on the first and last stages, "the
+first model chunk on the first stage has only the embedding, and the last model chunk on the last stage has
+only output projection and loss calculation" (126 layers + 2 = 16 stages x 8 chunks)."""
+
 
 def bubble_s(
     *,

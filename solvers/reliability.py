@@ -24,6 +24,7 @@ checkpoints; they are floored at ``GOODPUT_FLOOR`` and the ledger warns.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -183,5 +184,7 @@ def _first_order(*, writes: float, rework: float, restarts: float) -> GoodputSha
 
 
 def _positive(path: str, value: float) -> None:
-    if not (np.isfinite(value) and value > 0):
+    # math.isfinite for python numbers (the usual case, ~20x cheaper); numpy scalars keep np.isfinite.
+    finite = math.isfinite(value) if type(value) in (float, int) else bool(np.isfinite(value))
+    if not (finite and value > 0):
         raise ScenarioError.single(path, "must be a positive finite number")

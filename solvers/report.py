@@ -14,7 +14,6 @@ ledger of all three; warnings (a plan that does not fit in memory is a warning, 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -27,9 +26,12 @@ from solvers.schema import SCHEMA_VERSION, Resolved, layout_from_batch, resolve
 from solvers.specs import LayoutBatch
 
 # Changes whenever any number that a given input produces changes (see the CHANGELOG, "solver changes").
-SOLVER_VERSION = "1.0.0"
+SOLVER_VERSION = "1.1.0"
 
 DIMS: tuple[str, ...] = ("tp", "cp", "pp", "dp", "ep")
+_COMM_KEYS = tuple((d, f"comm_s_{d}") for d in DIMS)
+_EXPOSED_KEYS = tuple((d, f"exposed_comm_s_{d}") for d in DIMS)
+_BYTES_KEYS = tuple((d, f"bytes_per_gpu_{d}") for d in DIMS)
 _GB = 1e9
 
 
@@ -46,6 +48,20 @@ def take(batch: LayoutBatch, index: np.ndarray) -> LayoutBatch:
     return LayoutBatch(**{f.name: getattr(batch, f.name)[index] for f in dataclasses.fields(batch)})
 
 
+class _OneRow:
+    """The engine's row of a single layout, with ``StepColumns.row``'s interface."""
+
+    __slots__ = ("_row",)
+
+    def __init__(self, row: dict[str, Any]) -> None:
+        self._row = row
+
+    def row(self, index: int) -> dict[str, Any]:
+        if index != 0:
+            raise IndexError(index)
+        return self._row
+
+
 def _pick_layout(resolved: Resolved) -> tuple[LayoutBatch, Any, int, dict[str, Any] | None]:
     """Check and evaluate the scenario's layouts; returns (layouts, columns, chosen row, search summary).
 
@@ -57,13 +73,12 @@ def _pick_layout(resolved: Resolved) -> tuple[LayoutBatch, Any, int, dict[str, A
 
     model, cluster, training = resolved.model, resolved.cluster, resolved.training
     if not resolved.layout_auto:
-        ok, reasons = engine.check_layouts(
+        row, reason = engine.evaluate_one(
             model=model, cluster=cluster, training=training, layouts=resolved.layouts
         )
-        if not bool(ok[0]):
-            raise ScenarioError([reason_to_error(reasons[0] or "training.layout: invalid layout")])
-        columns = engine.evaluate(model=model, cluster=cluster, training=training, layouts=resolved.layouts)
-        return resolved.layouts, columns, 0, None
+        if row is None:
+            raise ScenarioError([reason_to_error(reason or "training.layout: invalid layout")])
+        return resolved.layouts, _OneRow(row), 0, None
 
     from solvers.search import search_resolved
 
@@ -129,17 +144,16 @@ def compose_report(
 ) -> dict[str, Any]:
     """The report document from a resolved scenario, one engine row and its ledger result."""
 
-    def f(key: str) -> float:
-        return float(row[key])
-
     warnings = list(resolved.warnings)
-    if not bool(row["fits"]):
+    fits = bool(row["fits"])
+    roofline = bool(row.get("roofline_bound", False))
+    if not fits:
         warnings.append(
-            f"memory: the plan needs {f('total_bytes') / _GB:,.1f} GB per GPU and the accelerator holds "
-            f"{f('capacity_bytes') / _GB:,.1f} GB (memory.fits is false); consider more pipeline or tensor "
-            "parallelism, a higher ZeRO stage or activation recomputation"
+            f"memory: the plan needs {float(row['total_bytes']) / _GB:,.1f} GB per GPU and the accelerator "
+            f"holds {float(row['capacity_bytes']) / _GB:,.1f} GB (memory.fits is false); consider more "
+            "pipeline or tensor parallelism, a higher ZeRO stage or activation recomputation"
         )
-    if bool(row.get("roofline_bound", False)):
+    if roofline:
         warnings.append(
             "compute: per-GPU matrices are small enough that HBM bandwidth, not math, bounds some of the "
             "step (step.roofline_bound)"
@@ -149,7 +163,7 @@ def compose_report(
     report: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "solver_version": SOLVER_VERSION,
-        "input_hash": canonical_hash(resolved.document),
+        "input_hash": resolved.input_hash or canonical_hash(resolved.document),
         "layout": {
             "tp": int(layout["tp"]),
             "pp": int(layout["pp"]),
@@ -168,33 +182,33 @@ def compose_report(
             "grad_reduce_dtype": layout["grad_reduce_dtype"],
         },
         "step": {
-            "model_flops_per_token": f("model_flops_per_token"),
-            "compute_s": f("compute_s"),
-            "comm_s": {d: f(f"comm_s_{d}") for d in DIMS},
-            "exposed_comm_s": {d: f(f"exposed_comm_s_{d}") for d in DIMS},
-            "bubble_s": f("bubble_s"),
-            "bubble_fraction": f("bubble_fraction"),
-            "step_s": f("step_s"),
-            "tokens_per_s": f("tokens_per_s"),
-            "mfu": f("mfu"),
-            "mfu_bf16": f("mfu_bf16"),
-            "hfu": f("hfu"),
-            "gpu_busy_fraction": f("gpu_busy_fraction"),
-            "roofline_bound": bool(row.get("roofline_bound", False)),
+            "model_flops_per_token": float(row["model_flops_per_token"]),
+            "compute_s": float(row["compute_s"]),
+            "comm_s": {d: float(row[key]) for d, key in _COMM_KEYS},
+            "exposed_comm_s": {d: float(row[key]) for d, key in _EXPOSED_KEYS},
+            "bubble_s": float(row["bubble_s"]),
+            "bubble_fraction": float(row["bubble_fraction"]),
+            "step_s": float(row["step_s"]),
+            "tokens_per_s": float(row["tokens_per_s"]),
+            "mfu": float(row["mfu"]),
+            "mfu_bf16": float(row["mfu_bf16"]),
+            "hfu": float(row["hfu"]),
+            "gpu_busy_fraction": float(row["gpu_busy_fraction"]),
+            "roofline_bound": roofline,
         },
         "traffic": {
-            "bytes_per_gpu": {d: f(f"bytes_per_gpu_{d}") for d in DIMS},
-            "nic_duty_cycle": f("nic_duty_cycle"),
-            "burst_bytes": f("burst_bytes"),
+            "bytes_per_gpu": {d: float(row[key]) for d, key in _BYTES_KEYS},
+            "nic_duty_cycle": float(row["nic_duty_cycle"]),
+            "burst_bytes": float(row["burst_bytes"]),
         },
         "memory": {
-            "weights_bytes": f("weights_bytes"),
-            "grads_bytes": f("grads_bytes"),
-            "optimizer_bytes": f("optimizer_bytes"),
-            "activations_bytes": f("activations_bytes"),
-            "total_bytes": f("total_bytes"),
-            "capacity_bytes": f("capacity_bytes"),
-            "fits": bool(row["fits"]),
+            "weights_bytes": float(row["weights_bytes"]),
+            "grads_bytes": float(row["grads_bytes"]),
+            "optimizer_bytes": float(row["optimizer_bytes"]),
+            "activations_bytes": float(row["activations_bytes"]),
+            "total_bytes": float(row["total_bytes"]),
+            "capacity_bytes": float(row["capacity_bytes"]),
+            "fits": fits,
         },
         "reliability": dict(ledger.reliability),
         "schedule": dict(ledger.schedule),
@@ -213,22 +227,46 @@ def compose_report(
 _NUMERIC_BLOCKS = ("step", "traffic", "memory", "reliability", "schedule", "energy", "carbon", "tco")
 
 
-_ENCODER = json.JSONEncoder(allow_nan=False, check_circular=False)
+_PLAIN_LEAVES = (str, int, bool, type(None))
+_ISFINITE = math.isfinite
+
+
+def _all_plain_finite(value: Any) -> bool:
+    """True when ``value`` holds only dicts, lists, strings, ints, bools, None and finite floats."""
+    kind = type(value)
+    if kind is dict:
+        items = value.values()
+    elif kind is list or kind is tuple:
+        items = value
+    elif kind is float:
+        return _ISFINITE(value)
+    else:
+        return kind in _PLAIN_LEAVES
+    for item in items:
+        kind = type(item)
+        if kind is float:
+            if not _ISFINITE(item):
+                return False
+        elif kind is dict or kind is list or kind is tuple:
+            if not _all_plain_finite(item):
+                return False
+        elif kind not in _PLAIN_LEAVES:
+            return False
+    return True
 
 
 def _checked(report: dict[str, Any]) -> dict[str, Any]:
-    """``report`` unchanged when its computed blocks and assumption values are plain finite JSON (checked at
-    C speed by the JSON encoder); otherwise the slow walk converts numpy scalars and names the first
-    non-finite field (``SolverInternalError``).
+    """``report`` unchanged when its computed blocks and assumption values are plain finite JSON values;
+    otherwise the slow walk converts numpy scalars and names the first non-finite field
+    (``SolverInternalError``).
 
     The scenario block is not walked: ``resolve`` already refused every non-finite input.
     """
-    try:
-        _ENCODER.encode([report[block] for block in _NUMERIC_BLOCKS])
-        _ENCODER.encode([a["value"] for a in report["assumptions"]])
-    except (ValueError, TypeError):
-        return _plain_checked(report, "")
-    return report
+    blocks = [report[block] for block in _NUMERIC_BLOCKS]
+    blocks.append([a["value"] for a in report["assumptions"]])
+    if _all_plain_finite(blocks):
+        return report
+    return _plain_checked(report, "")
 
 
 def _plain_checked(value: Any, path: str) -> Any:

@@ -12,12 +12,16 @@ Every value the numbers rest on is written to the assumptions ledger ``[{key, va
 "scenario" when the user gave it, the preset's citation when a preset did, the default's source otherwise.
 
 The resolved ``document`` is itself a complete, valid scenario document (presets expanded, every default
-explicit), so re-solving it gives the same report and ``canonical_hash(document)`` identifies the input.
+explicit), so re-solving it gives the same report and ``canonical_hash(document)`` identifies the input
+(``Resolved.input_hash``). The model, cluster, site and economics parts are pure functions of their own
+content and are cached by it (``_parsed_part``): a preset or a stored cluster scenario that many plans share
+is parsed once, and every resolve gets fresh copies of its documents and assumptions.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -26,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from solvers import catalog
+from solvers.canonical import canonical_json
 from solvers.errors import FieldError, ScenarioError
 from solvers.ledger_defaults import DEFAULTS, GOODPUT_LEDGERS, INTERVAL_METHODS, MTBF_CONVENTIONS
 from solvers.specs import (
@@ -118,6 +123,9 @@ class Resolved:
     ]  # every LedgerInputs field except step_s, gpu_busy_fraction, tokens_per_step
     assumptions: list[dict[str, Any]]
     warnings: list[str]
+    # canonical_hash(document), computed by ``resolve`` from the canonical text of each part; empty when
+    # the Resolved was built some other way (the report then hashes the document itself).
+    input_hash: str = ""
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -300,14 +308,21 @@ def _resolve_value(
     unit: str,
 ) -> Any:
     """Pick explicit > preset > default for ``name`` and record the choice in the assumptions ledger."""
-    key = _join(path, name)
     if name in given:
         value, source = given[name], SCENARIO
     elif preset is not None and name in preset and preset_source is not None:
         value, source = preset[name], preset_source(name)
     else:
         value, source = default, default_source
-    r.note(key, value, unit, source)
+    # r.note, inlined: this runs for every field of every scenario.
+    r.assumptions.append(
+        {
+            "key": f"{path}.{name}" if path else name,
+            "value": value if value.__class__ in _PLAIN_TYPES else _plain(value),
+            "unit": unit,
+            "source": source,
+        }
+    )
     return value
 
 
@@ -1169,9 +1184,18 @@ TRAINING_KEYS: tuple[str, ...] = (
     "total_tokens",
     "precision",
     "optimizer",
+    "fused_attention",
     "layout",
     "efficiency",
     "checkpoint",
+)
+# Fused attention is the default of every current training stack: FlashAttention (Dao et al. 2022) is what
+# Megatron-Core, PyTorch's scaled_dot_product_attention and Transformer Engine run on A100 and later GPUs.
+# Runs from before 2023 (Megatron-LM SC'21, BLOOM, OPT) materialised the scores and say so with ``false``.
+FUSED_ATTENTION_DEFAULT: tuple[bool, str] = (
+    True,
+    "convention: fused attention (FlashAttention, Dao et al. 2022; the default of Megatron-Core, PyTorch "
+    "scaled_dot_product_attention and Transformer Engine): the s x s score matrix never reaches HBM",
 )
 EFFICIENCY_KEYS: tuple[str, ...] = ("compute", "overlap")
 _TRAINING_NUMS: dict[str, _Num] = {
@@ -1252,29 +1276,55 @@ def _parse_layout(r: _Reader, raw: Any, path: str, gpus: int) -> dict[str, Any] 
     return out
 
 
+_LAYOUT_INT_FIELDS: tuple[str, ...] = (
+    "tp",
+    "pp",
+    "cp",
+    "ep",
+    "dp",
+    "microbatch_seqs",
+    "virtual_stages",
+    "zero_stage",
+    "expert_tp",
+)
+
+
 def layout_batch(layouts: list[dict[str, Any]]) -> LayoutBatch:
     """Parallel arrays from resolved layout dicts (every LAYOUT_KEYS field explicit, dp resolved)."""
-
-    def ints(field: str) -> np.ndarray:
-        return np.array([int(lay[field]) for lay in layouts], dtype=np.int64)
-
+    # One int64 and one bool matrix, one row per field: each LayoutBatch field is a row of them (two
+    # array constructions instead of fourteen).
+    ints = np.array(
+        [[int(lay[field]) for lay in layouts] for field in _LAYOUT_INT_FIELDS]
+        + [
+            [SCHEDULE_CODE[lay["schedule"]] for lay in layouts],
+            [RECOMPUTE_CODE[lay["recompute"]] for lay in layouts],
+        ],
+        dtype=np.int64,
+    ).reshape(len(_LAYOUT_INT_FIELDS) + 2, len(layouts))
+    flags = np.array(
+        [
+            [bool(lay["sequence_parallel"]) for lay in layouts],
+            [bool(lay["fsdp_reshard_after_forward"]) for lay in layouts],
+            [lay["grad_reduce_dtype"] == "fp32" for lay in layouts],
+        ],
+        dtype=np.bool_,
+    ).reshape(3, len(layouts))
+    named = dict(zip(_LAYOUT_INT_FIELDS, ints, strict=False))
     return LayoutBatch(
-        tp=ints("tp"),
-        pp=ints("pp"),
-        cp=ints("cp"),
-        ep=ints("ep"),
-        dp=ints("dp"),
-        microbatch_seqs=ints("microbatch_seqs"),
-        schedule=np.array([SCHEDULE_CODE[lay["schedule"]] for lay in layouts], dtype=np.int64),
-        virtual_stages=ints("virtual_stages"),
-        sequence_parallel=np.array([bool(lay["sequence_parallel"]) for lay in layouts], dtype=np.bool_),
-        zero_stage=ints("zero_stage"),
-        fsdp_reshard_after_forward=np.array(
-            [bool(lay["fsdp_reshard_after_forward"]) for lay in layouts], dtype=np.bool_
-        ),
-        expert_tp=ints("expert_tp"),
-        recompute=np.array([RECOMPUTE_CODE[lay["recompute"]] for lay in layouts], dtype=np.int64),
-        grad_reduce_fp32=np.array([lay["grad_reduce_dtype"] == "fp32" for lay in layouts], dtype=np.bool_),
+        tp=named["tp"],
+        pp=named["pp"],
+        cp=named["cp"],
+        ep=named["ep"],
+        dp=named["dp"],
+        microbatch_seqs=named["microbatch_seqs"],
+        schedule=ints[len(_LAYOUT_INT_FIELDS)],
+        virtual_stages=named["virtual_stages"],
+        sequence_parallel=flags[0],
+        zero_stage=named["zero_stage"],
+        fsdp_reshard_after_forward=flags[1],
+        expert_tp=named["expert_tp"],
+        recompute=ints[len(_LAYOUT_INT_FIELDS) + 1],
+        grad_reduce_fp32=flags[2],
     )
 
 
@@ -1323,6 +1373,10 @@ def _parse_training(
             value = r.choice(given[field], _join(path, field), choices)
             if value is not None:
                 nums[field] = value
+    if "fused_attention" in given:
+        flag = r.boolean(given["fused_attention"], _join(path, "fused_attention"))
+        if flag is not None:
+            nums["fused_attention"] = flag
     eff_path = _join(path, "efficiency")
     eff = r.mapping(given.get("efficiency") or {}, eff_path, EFFICIENCY_KEYS) or {}
     compute_eff: float | None = None
@@ -1403,6 +1457,19 @@ def _parse_training(
             preset_source=None,
             default="adam",
             default_source="convention: Adam (Kingma & Ba 2015), mixed precision",
+            unit="",
+        )
+    )
+    fused_attention = bool(
+        _resolve_value(
+            r,
+            path,
+            "fused_attention",
+            nums,
+            preset=None,
+            preset_source=None,
+            default=FUSED_ATTENTION_DEFAULT[0],
+            default_source=FUSED_ATTENTION_DEFAULT[1],
             unit="",
         )
     )
@@ -1499,6 +1566,7 @@ def _parse_training(
         optimizer=optimizer,
         compute_efficiency=efficiency,
         overlap=OverlapSpec(**overlap),
+        fused_attention=fused_attention,
     )
     doc = {
         "seq_len": seq_len,
@@ -1506,6 +1574,7 @@ def _parse_training(
         "total_tokens": None if total_tokens is None else float(total_tokens),
         "precision": precision,
         "optimizer": optimizer,
+        "fused_attention": fused_attention,
         "layout": "auto" if auto else dict(layouts[0]),
         "efficiency": {"compute": efficiency, "overlap": overlap},
         "checkpoint": checkpoint,
@@ -1613,10 +1682,10 @@ def resolve(document: Any) -> Resolved:
     for text_field in ("name", "description"):
         if text_field in top:
             r.text(top[text_field], text_field, max_len=2000)
-    model, model_doc, preset_seq = _parse_model(r, top.get("model"))
-    cluster = _parse_cluster(r, top.get("cluster"))
-    site = _parse_site(r, top.get("site"))
-    economics = _parse_economics(r, top.get("economics"))
+    (model, model_doc, preset_seq), model_text = _parsed_part(r, "model", top.get("model"))
+    cluster, cluster_text = _parsed_part(r, "cluster", top.get("cluster"))
+    site, site_text = _parsed_part(r, "site", top.get("site"))
+    economics, economics_text = _parsed_part(r, "economics", top.get("economics"))
     training = _parse_training(
         r,
         top.get("training"),
@@ -1654,6 +1723,11 @@ def resolve(document: Any) -> Resolved:
         "cloud_usd_per_gpu_hour": economics["cloud_usd_per_gpu_hour"],
         "embodied_lifetime_years": economics["embodied_lifetime_years"],
     }
+    # canonical_json(document_out, drop_labels=True) spliced from its parts (keys in sorted order).
+    hashed = (
+        f'{{"cluster":{cluster_text},"economics":{economics_text},"model":{model_text},'
+        f'"schema_version":{SCHEMA_VERSION},"site":{site_text},"training":{_part_text(train_doc)}}}'
+    )
     return Resolved(
         document=document_out,
         model=model,
@@ -1664,7 +1738,107 @@ def resolve(document: Any) -> Resolved:
         ledger_fields=ledger_fields,
         assumptions=r.assumptions,
         warnings=r.warnings,
+        input_hash=hashlib.sha256(hashed.encode("utf-8")).hexdigest(),
     )
+
+
+# ------------------------------------------------------------------------------------------------------------
+# parsed parts, cached by content
+# ------------------------------------------------------------------------------------------------------------
+
+# Model, cluster, site and economics parts are pure functions of their own text: the same part (a preset,
+# a stored cluster or site scenario that many plans share) always resolves to the same specs, document,
+# assumptions and warnings. They are kept here, keyed by the part's exact content (types included, so 1,
+# 1.0 and true are different keys), and handed out as fresh copies. Parts with errors are never kept.
+_PART_CACHE_MAX = 2048
+_PART_CACHE: dict[
+    tuple[str, Any], tuple[Any, tuple[dict[str, Any], ...], tuple[int, ...], tuple[str, ...], str]
+] = {}
+_NO_KEY = object()
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable image of a JSON-like value that tells types apart; ``_NO_KEY`` for anything else."""
+    kind = type(value)
+    if kind is dict:
+        items = []
+        for key, item in value.items():
+            frozen = _frozen(item)
+            if frozen is _NO_KEY or type(key) is not str:
+                return _NO_KEY
+            items.append((key, frozen))
+        return (dict, tuple(items))
+    if kind is list or kind is tuple:
+        frozen_items = tuple(_frozen(item) for item in value)
+        return _NO_KEY if any(f is _NO_KEY for f in frozen_items) else (kind, frozen_items)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return (kind, value)
+    return _NO_KEY
+
+
+def _copied(value: Any) -> Any:
+    """A copy of the dicts and lists in ``value`` (leaves and frozen dataclasses are shared)."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _copied(v) if type(v) in (dict, list) else v for k, v in value.items()}
+    if kind is list:
+        return [_copied(v) if type(v) in (dict, list) else v for v in value]
+    if kind is _ClusterParts:
+        return _ClusterParts(spec=value.spec, doc=_copied(value.doc), ledger=dict(value.ledger))
+    if kind is tuple:
+        return tuple(_copied(v) if type(v) in (dict, list) else v for v in value)
+    return value
+
+
+def _part_text(doc: Any) -> str:
+    """The canonical JSON of one part of the resolved document (labels dropped), as ``canonical_json``."""
+    return canonical_json(doc, drop_labels=True)
+
+
+def _parse_part(r: _Reader, part: str, raw: Any) -> Any:
+    if part == "model":
+        return _parse_model(r, raw)
+    if part == "cluster":
+        return _parse_cluster(r, raw)
+    if part == "site":
+        return _parse_site(r, raw)
+    return _parse_economics(r, raw)
+
+
+def _part_doc(part: str, result: Any) -> Any:
+    if part == "model":
+        return result[1]
+    if part == "cluster":
+        return None if result is None else result.doc
+    return result
+
+
+def _parsed_part(r: _Reader, part: str, raw: Any) -> tuple[Any, str]:
+    """``_parse_<part>(r, raw)`` and the canonical text of its document ("" when it failed)."""
+    key = (part, _frozen(raw))
+    hit = _PART_CACHE.get(key) if key[1] is not _NO_KEY else None
+    if hit is not None:
+        result, notes, list_valued, warnings, text = hit
+        start = len(r.assumptions)
+        r.assumptions.extend(map(dict.copy, notes))
+        for i in list_valued:  # a list value (other_mttf_h) gets its own copy too
+            entry = r.assumptions[start + i]
+            entry["value"] = _copied(entry["value"])
+        r.warnings.extend(warnings)
+        return _copied(result), text
+    errors, assumptions, warned = len(r.errors), len(r.assumptions), len(r.warnings)
+    result = _parse_part(r, part, raw)
+    doc = _part_doc(part, result)
+    if len(r.errors) > errors or doc is None or (part == "model" and result[0] is None):
+        return result, ""
+    text = _part_text(doc)
+    if key[1] is not _NO_KEY:
+        if len(_PART_CACHE) >= _PART_CACHE_MAX:
+            _PART_CACHE.clear()
+        notes = tuple(_copied(a) for a in r.assumptions[assumptions:])
+        list_valued = tuple(i for i, a in enumerate(notes) if type(a["value"]) in (list, dict))
+        _PART_CACHE[key] = (_copied(result), notes, list_valued, tuple(r.warnings[warned:]), text)
+    return result, text
 
 
 def validate_part(part: str, data: Any) -> dict[str, Any]:
@@ -1908,6 +2082,7 @@ def scenario_json_schema() -> dict[str, Any]:
         {
             "precision": _enum(PRECISIONS),
             "optimizer": _enum(OPTIMIZERS),
+            "fused_attention": flag,
             "layout": {"anyOf": [layout, {"const": "auto"}]},
             "efficiency": _object_schema(
                 "training.efficiency",

@@ -46,6 +46,7 @@ import numpy as np
 
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
 from solvers.pareto import MAX_OBJECTIVES, MIN_OBJECTIVES, pareto_indices
+from solvers.pipeline import STANDALONE_CHUNKS
 from solvers.specs import (
     GRAD_REDUCE_DTYPES,
     RECOMPUTE_CODE,
@@ -119,7 +120,7 @@ R_PP_LAYERS = "training.layout.pp: pp must not exceed model.layers"
 R_EP_EXPERTS = "training.layout.ep: ep must divide model.moe.experts"
 R_EP_GROUP = "training.layout.ep: ep must divide dp*cp"
 R_BATCH = "training.layout.microbatch_seqs: dp*microbatch_seqs must divide the global batch (sequences)"
-R_VIRTUAL = "training.layout.virtual_stages: pp*virtual_stages must not exceed model.layers"
+R_VIRTUAL = "training.layout.virtual_stages: pp*virtual_stages must not exceed model.layers + 2"
 R_INTERLEAVED = "training.layout.schedule: interleaved needs microbatches divisible by pp"
 R_DUALPIPE = "training.layout.schedule: dualpipe needs an even pp and at least 2*pp microbatches, in pairs"
 R_MEMORY = "memory.fits: needs more memory per GPU than the accelerator holds"
@@ -487,7 +488,7 @@ def _enumerate(
     cols = _keep(
         cols,
         [
-            (R_VIRTUAL, interleaved & (p * cols["virtual_stages"] > layers)),
+            (R_VIRTUAL, interleaved & (p * cols["virtual_stages"] > layers + STANDALONE_CHUNKS)),
             (R_INTERLEAVED, interleaved & (m % p != 0)),
             (R_DUALPIPE, dualpipe & ((p % 2 != 0) | (m < 2 * p) | (m % 2 != 0))),
         ],

@@ -112,10 +112,11 @@ class TrainingSpec:
     optimizer: str
     compute_efficiency: float  # resolved: user value or the accelerator's catalog value
     overlap: OverlapSpec = field(default_factory=OverlapSpec)
-    # Whether attention is fused (FlashAttention-style: the s x s score matrix never reaches HBM).
-    # None follows the recompute policy as Korthikanti et al. (2022) define it: fused for ``selective``,
-    # materialised for ``none`` and ``full``. True/False override it for every policy.
-    fused_attention: bool | None = None
+    # Whether attention is fused (FlashAttention-style, Dao et al. 2022: the s x s score matrix never reaches
+    # HBM), for every recompute policy. False: the scores are materialised (stored without recompute, written
+    # and read again when recomputed), as in Megatron-LM before 2023. None means unspecified and is read as
+    # True, the scenario document's default (``training.fused_attention``).
+    fused_attention: bool | None = True
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,12 @@ Overlap convention for every case: an exchange the paper says its system overlap
 hidden share of 0.9; an exchange it does not describe as overlapped gets 0. That is a statement about the
 software, written in each scenario file, not a fit to the published figure.
 
+Attention convention: ``training.fused_attention`` keeps its default (true, FlashAttention-style kernels)
+for runs from 2023 on (Llama 3, DeepSeek-V3, MegaScale, which adopts FlashAttention-2 in its §3.3); runs that
+predate FlashAttention or did not use it (Megatron-LM SC'21, BLOOM, OPT, and, by assumption, MegaScale's
+Megatron-LM baseline) set it to false in their files. Schedules, virtual stages and recompute policies are
+the papers' own where they state them; each file names the ones that are assumed or derived.
+
 The ledger's own published comparisons (``solvers.ledger_validation.ledger_validation_rows``) are appended
 when that module is present.
 """

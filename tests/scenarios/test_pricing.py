@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from scenarios import pricing, services
@@ -192,7 +194,7 @@ def test_bad_explicit_prices_reach_the_solver_validation_untouched(cluster, site
             services.plan_update(plan=plan, user=None, economics=economics)
     assert any(e.path.startswith(path) for e in err.value.errors), err.value.errors
     # Pricing itself never raises on them: it leaves the value for the solver to refuse.
-    document = {
+    document: dict[str, Any] = {
         "schema_version": 1,
         "cluster": cluster or CLUSTER_H100,
         "site": site or {},

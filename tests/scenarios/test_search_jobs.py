@@ -159,6 +159,8 @@ def test_a_search_run_stores_a_versioned_result_apart_from_the_solve(
 ) -> None:
     plan = make_plan(team=make_team())
     solved = execution.run_execute(run_id=services.run_request(plan=plan, user=None).pk, claim=claim)
+    assert solved.result_id is not None
+    solved_result_id: int = solved.result_id
     with django_capture_on_commit_callbacks(execute=True):
         run = search_jobs.search_request(
             plan=plan, user=None, objective="usd_per_million_tokens", space=SPACE
@@ -169,13 +171,13 @@ def test_a_search_run_stores_a_versioned_result_apart_from_the_solve(
     run.refresh_from_db()
     assert (outcome.status, run.status) == ("succeeded", "succeeded"), run.error
     assert 0 < run.points_done == run.points_total
-    result = Result.objects.get(pk=run.result_id)
+    result = Result.objects.get(runs=run)
     assert result.pk != solved.result_id and (result.kind, result.version) == ("search", 2)
     assert result.report["objective"] == "usd_per_million_tokens"
     assert result.report["evaluated"] == run.points_total
     assert result.step_s == result.report["best"]["step"]["step_s"]
     assert result.usd_per_million_tokens == result.report["best"]["tco"]["usd_per_million_tokens"]
-    assert result.input_hash != Result.objects.get(pk=solved.result_id).input_hash
+    assert result.input_hash != Result.objects.get(pk=solved_result_id).input_hash
     # The plan's own layout is the baseline the best one is compared with.
     assert result.report["baseline"]["layout"]["tp"] == 2
     # The same search again returns the stored result; another objective is another result.
@@ -247,7 +249,7 @@ def test_sweep_chunks_in_any_order_and_twice_are_counted_once(
     run.refresh_from_db()
     assert run.status == "succeeded", run.error
     assert progress == sorted(progress) and progress[-1] == POINTS
-    result = Result.objects.get(pk=run.result_id)
+    result = Result.objects.get(runs=run)
     assert result.kind == "sweep" and result.report["points"] == POINTS
     rows = result.report["rows"]
     assert [r["index"] for r in rows] == list(range(POINTS))
@@ -343,7 +345,7 @@ def test_a_sweep_resent_by_the_sweeper_finishes_in_one_worker_keeping_recorded_c
     run.refresh_from_db()
     assert (outcome.status, run.status) == ("succeeded", "succeeded"), run.error
     assert run.points_done == POINTS and run.attempts == 2
-    result = Result.objects.get(pk=run.result_id)
+    result = Result.objects.get(runs=run)
     assert [r["index"] for r in result.report["rows"]] == list(range(POINTS))
     kept = {k: result.report["rows"][int(k) * 2 : int(k) * 2 + 2] for k in claims_before}
     assert kept == claims_before  # the two recorded chunks were not solved again
@@ -359,7 +361,7 @@ def test_a_search_job_runs_on_a_worker_with_progress(celery_worker) -> None:
     run.refresh_from_db()
     assert run.status == "succeeded", run.error
     assert 0 < run.points_done == run.points_total
-    assert Result.objects.get(pk=run.result_id).kind == "search"
+    assert Result.objects.get(runs=run).kind == "search"
 
 
 def test_a_sweep_fans_out_over_two_worker_processes(worker_factory, settings) -> None:
@@ -378,7 +380,7 @@ def test_a_sweep_fans_out_over_two_worker_processes(worker_factory, settings) ->
     assert run.status == "succeeded", run.error
     assert run.points_done == run.points_total == POINTS
     assert seen == sorted(seen)
-    result = Result.objects.get(pk=run.result_id)
+    result = Result.objects.get(runs=run)
     assert [r["index"] for r in result.report["rows"]] == list(range(POINTS))
     assert result.report["chunks"] == {"points_per_chunk": 1, "count": POINTS}
     # Both processes solved chunks (each took some of the group's messages).
@@ -416,7 +418,7 @@ def test_a_sweep_survives_kill9_of_one_of_two_workers(worker_factory, settings, 
     run.refresh_from_db()
     assert run.status == "succeeded", run.error
     assert run.points_done == run.points_total == 2 * POINTS
-    result = Result.objects.get(pk=run.result_id)
+    result = Result.objects.get(runs=run)
     assert [r["index"] for r in result.report["rows"]] == list(range(2 * POINTS))
     assert Result.objects.filter(plan=plan).count() == 1
     # Normally 2: the chunk the killed worker held was finished by the sweep executor that the sweeper

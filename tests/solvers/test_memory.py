@@ -116,18 +116,18 @@ def test_dense_and_expert_split() -> None:
     assert dense == 405e9 and experts == 0.0
 
 
-def test_scores_materialised_follows_korthikanti_unless_told() -> None:
+def test_scores_materialised_depends_on_the_kernel_not_the_policy() -> None:
     codes = np.array([0, 1, 2])
-    np.testing.assert_array_equal(
-        memory.scores_materialised(recompute=codes, fused_attention=None), [True, False, True]
-    )
     np.testing.assert_array_equal(
         memory.scores_materialised(recompute=codes, fused_attention=True), [False] * 3
     )
     np.testing.assert_array_equal(
         memory.scores_materialised(recompute=codes, fused_attention=False), [True] * 3
     )
-    assert memory.scores_materialised(recompute=2, fused_attention=None) is True
+    np.testing.assert_array_equal(
+        memory.scores_materialised(recompute=codes, fused_attention=None), [False] * 3
+    )
+    assert memory.scores_materialised(recompute=2, fused_attention=False) is True
     np.testing.assert_array_equal(memory.memory_policy(recompute=codes, fused_attention=True), [1, 1, 2])
-    np.testing.assert_array_equal(memory.memory_policy(recompute=codes, fused_attention=None), [0, 1, 2])
+    np.testing.assert_array_equal(memory.memory_policy(recompute=codes, fused_attention=False), [0, 1, 2])
     assert memory.memory_policy(recompute=0, fused_attention=True) == 1

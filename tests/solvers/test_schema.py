@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+from typing import Any
 
 import pytest
 
@@ -528,3 +529,64 @@ def test_json_schema_rejects_what_resolve_rejects(json_validator, bad: dict) -> 
     assert list(json_validator.iter_errors(bad))
     with pytest.raises(ScenarioError):
         resolve(bad)
+
+
+def test_fused_attention_defaults_to_true_with_its_source() -> None:
+    resolved = resolve(base_doc())
+    note = assumption(resolved, "training.fused_attention")
+    assert note["value"] is True and "FlashAttention" in note["source"]
+    assert resolved.training.fused_attention is True
+    assert resolved.document["training"]["fused_attention"] is True
+
+
+def test_fused_attention_false_is_kept_and_must_be_a_boolean() -> None:
+    doc = base_doc()
+    doc["training"]["fused_attention"] = False
+    resolved = resolve(doc)
+    assert resolved.training.fused_attention is False
+    assert assumption(resolved, "training.fused_attention")["source"] == "scenario"
+    assert canonical_hash(resolved.document) != canonical_hash(resolve(base_doc()).document)
+    doc["training"]["fused_attention"] = "yes"
+    errors = errors_of(doc)
+    assert [e.path for e in errors] == ["training.fused_attention"]
+    assert "true or false" in errors[0].message
+
+
+def _example_documents() -> list[dict]:
+    from solvers.validation import EXAMPLES_DIR, load_example
+
+    return [load_example(path.name) for path in sorted(EXAMPLES_DIR.glob("*.yaml"))]
+
+
+def test_input_hash_is_the_canonical_hash_of_the_resolved_document() -> None:
+    docs = [base_doc(), *_example_documents()]
+    named = copy.deepcopy(base_doc())
+    named["name"], named["description"] = "renamed", "labels leave the hash alone"
+    named["model"]["name"] = "also a label"
+    docs.append(named)
+    for doc in docs:
+        for _ in range(2):  # the second time the parts come from the cache
+            resolved = resolve(copy.deepcopy(doc))
+            assert resolved.input_hash == canonical_hash(resolved.document)
+    assert resolve(named).input_hash == resolve(base_doc()).input_hash
+
+
+def test_cached_parts_are_fresh_copies_and_keep_types_apart() -> None:
+    first = resolve(base_doc())
+    first.document["cluster"]["reliability"]["other_mttf_h"].append(1.0)
+    first.document["model"]["layers"] = 1
+    first.assumptions[0]["value"] = "changed"
+    first.ledger_fields["gpus"] = 3
+    second = resolve(base_doc())
+    fresh = resolve(copy.deepcopy(base_doc()))
+    assert second.document == fresh.document and second.assumptions == fresh.assumptions
+    assert second.document["cluster"]["reliability"]["other_mttf_h"] == []
+    assert second.ledger_fields["gpus"] == 512
+    # 512 and 512.0 resolve alike; true is not a GPU count even after 1 was cached.
+    doc = base_doc()
+    doc["cluster"]["gpus"] = 512.0
+    assert resolve(doc).document == second.document
+    one: dict[str, Any] = {"model": {"preset": "llama3-8b"}, "cluster": {"gpus": 1, "gpus_per_node": 1}}
+    resolve(one)
+    one["cluster"]["gpus"] = True
+    assert paths_of(one) == ["cluster.gpus"]

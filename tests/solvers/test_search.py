@@ -7,6 +7,7 @@ import copy
 import io
 import itertools
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -36,7 +37,7 @@ from solvers.search import (
 from solvers.specs import RECOMPUTE_CODE, SCHEDULE_CODE
 
 # Llama 3 (2024) Table 4: 405B on 16,384 H100, TP8 CP1 PP16 DP128, 16M-token batch of 8,192-token sequences.
-LLAMA3_405B = {
+LLAMA3_405B: dict[str, Any] = {
     "name": "Llama 3 405B on 16,384 H100",
     "model": {"preset": "llama3-405b"},
     "cluster": {"node": "dgx-h100", "gpus": 16384, "scale_out": "roce-400g"},
@@ -62,13 +63,13 @@ LLAMA3_405B = {
     "economics": {"job_days": 54},
 }
 
-SMALL = {
+SMALL: dict[str, Any] = {
     "model": {"preset": "llama3-8b"},
     "cluster": {"accelerator": "h100-sxm", "gpus": 64, "gpus_per_node": 8},
     "training": {"seq_len": 4096, "global_batch_tokens": 4096 * 256, "layout": "auto"},
 }
 
-MOE = {
+MOE: dict[str, Any] = {
     "model": {"preset": "mixtral-8x7b"},
     "cluster": {"accelerator": "h100-sxm", "gpus": 128, "gpus_per_node": 8},
     "training": {"seq_len": 4096, "global_batch_tokens": 4096 * 512, "layout": "auto"},

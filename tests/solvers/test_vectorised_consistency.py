@@ -12,7 +12,7 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
-from solvers.engine import StepColumns, check_layouts, evaluate, layout_rule_codes
+from solvers.engine import StepColumns, check_layouts, evaluate, evaluate_one, layout_rule_codes
 from solvers.specs import ClusterSpec, LayoutBatch, ModelSpec, OverlapSpec, TrainingSpec
 from tests.solvers.test_engine import DEEPSEEK_V3, LLAMA3_405B, catalog_cluster, training
 
@@ -76,11 +76,11 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
         precision="fp8",
         overlap=OverlapSpec(pp=0.9, dp=0.9, ep=0.7),
     )
-    fused = dataclasses.replace(llama_tr, fused_attention=True)
+    unfused = dataclasses.replace(llama_tr, fused_attention=False)
     return [
-        ("llama3-405b", LLAMA3_405B, llama_cluster, llama_tr),
+        ("llama3-405b-unfused", LLAMA3_405B, llama_cluster, unfused),
         ("deepseek-v3", DEEPSEEK_V3, ds_cluster, ds_tr),
-        ("llama3-405b-fused", LLAMA3_405B, llama_cluster, fused),
+        ("llama3-405b-fused", LLAMA3_405B, llama_cluster, llama_tr),
     ]
 
 
@@ -94,11 +94,15 @@ def test_thousand_layouts_batch_equals_batches_of_one_exactly(
     assert len(batch) == 1000
     for i in range(1000):
         single = evaluate(model=model, cluster=cluster, training=tr, layouts=one(layouts, i))
+        row, reason = evaluate_one(model=model, cluster=cluster, training=tr, layouts=one(layouts, i))
+        assert reason is None and row is not None
+        assert row == single.row(0)
         for f in fields(StepColumns):
             a = getattr(batch, f.name)[i]
             b = getattr(single, f.name)[0]
             assert a == b, (i, f.name, a, b)
             assert getattr(batch, f.name).dtype == getattr(single, f.name).dtype
+            assert type(row[f.name]) is type(b.item()), (f.name, row[f.name])
 
 
 def test_rule_codes_batch_equals_batches_of_one() -> None:
@@ -130,3 +134,5 @@ def test_rule_codes_batch_equals_batches_of_one() -> None:
         c1, _ = layout_rule_codes(model=model, cluster=cluster, training=tr, layouts=one(layouts, i))
         _ok1, m1 = check_layouts(model=model, cluster=cluster, training=tr, layouts=one(layouts, i))
         assert int(c1[0]) == int(codes[i]) and m1[0] == messages[i]
+        row, reason = evaluate_one(model=model, cluster=cluster, training=tr, layouts=one(layouts, i))
+        assert reason == messages[i] and (row is None) == (reason is not None)

@@ -12,7 +12,7 @@ class Command(BaseCommand):
     help = "Load the default global price book and beat schedules (idempotent)."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from scenarios import defaults
+        from scenarios.defaults import load_defaults
 
-        for line in defaults.load_defaults():
+        for line in load_defaults():
             self.stdout.write(line)

@@ -1,0 +1,150 @@
+"""The comparison table: plans side by side by step budget, time to train, goodput, energy, carbon and TCO.
+
+Each figure is read from a result's report document (CONTRACT.md) and given with its delta against the
+baseline, absolute and in percent. Pure functions over already-loaded rows: the view loads every row it
+needs in one query, so a comparison costs the same number of queries for 2 plans as for 20.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str  # dotted path in the report document
+    group: str
+    label: str
+    unit: str
+
+
+def _m(key: str, group: str, label: str, unit: str) -> Metric:
+    return Metric(key=key, group=group, label=label, unit=unit)
+
+
+METRICS: tuple[Metric, ...] = (
+    _m("step.compute_s", "step", "Compute per step", "s"),
+    *(
+        _m(f"step.exposed_comm_s.{axis}", "step", f"Exposed {axis.upper()} communication", "s")
+        for axis in ("tp", "cp", "pp", "dp", "ep")
+    ),
+    _m("step.bubble_s", "step", "Pipeline bubble", "s"),
+    _m("step.bubble_fraction", "step", "Bubble fraction", "fraction"),
+    _m("step.step_s", "step", "Step time", "s"),
+    _m("step.tokens_per_s", "step", "Throughput", "tokens/s"),
+    _m("step.mfu", "step", "MFU", "fraction"),
+    _m("schedule.ideal_days", "time", "Time to train without failures", "days"),
+    _m("schedule.wall_clock_days", "time", "Time to train", "days"),
+    _m("reliability.goodput", "reliability", "Goodput", "fraction"),
+    _m("reliability.expected_failures", "reliability", "Expected failures", "count"),
+    _m("energy.it_kwh", "energy", "IT energy", "kWh"),
+    _m("energy.facility_kwh", "energy", "Facility energy", "kWh"),
+    _m("carbon.operational_kgco2e", "carbon", "Operational carbon", "kgCO2e"),
+    _m("carbon.embodied_kgco2e", "carbon", "Embodied carbon", "kgCO2e"),
+    _m("carbon.total_kgco2e", "carbon", "Total carbon", "kgCO2e"),
+    _m("carbon.water_l", "carbon", "Water", "L"),
+    _m("tco.capex_usd", "tco", "Capital cost (amortized)", "USD"),
+    _m("tco.maintenance_usd", "tco", "Maintenance", "USD"),
+    _m("tco.electricity_usd", "tco", "Electricity", "USD"),
+    _m("tco.total_usd", "tco", "Total cost", "USD"),
+    _m("tco.usd_per_million_tokens", "tco", "Cost per million tokens", "USD/Mtok"),
+)
+
+
+# The top-level report sections the metrics read (compare loads only these from the database).
+REPORT_SECTIONS: tuple[str, ...] = tuple(sorted({m.key.split(".")[0] for m in METRICS}))
+
+
+def report_number(report: Any, key: str) -> float | None:
+    """The finite number at a dotted path of a report, or None when absent or not a number."""
+    node: Any = report
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    if isinstance(node, bool) or not isinstance(node, int | float):
+        return None
+    value = float(node)
+    return value if math.isfinite(value) else None
+
+
+def deltas(value: float | None, base: float | None) -> tuple[float | None, float | None]:
+    """(value - base, 100 * (value - base) / |base|); None where undefined (missing value, zero base)."""
+    if value is None or base is None:
+        return None, None
+    delta = value - base
+    pct = 100.0 * delta / abs(base) if base != 0 else (0.0 if delta == 0 else None)
+    return delta, pct
+
+
+@dataclass(frozen=True)
+class CompareItem:
+    plan_id: int
+    plan_name: str
+    result_id: int | None
+    result_version: int | None
+    solver_version: str | None
+    price_book_version: int | None
+    created_at: Any
+    report: Mapping[str, Any] | None
+
+
+def compare_table(*, items: Sequence[CompareItem], baseline_index: int) -> dict[str, Any]:
+    base_report = items[baseline_index].report
+    base_values = {m.key: report_number(base_report, m.key) for m in METRICS}
+    rows = []
+    for index, item in enumerate(items):
+        values = {}
+        for metric in METRICS:
+            value = report_number(item.report, metric.key)
+            delta, pct = deltas(value, base_values[metric.key])
+            values[metric.key] = {"value": value, "delta": delta, "delta_pct": pct}
+        rows.append(
+            {
+                "plan": item.plan_id,
+                "plan_name": item.plan_name,
+                "result": item.result_id,
+                "result_version": item.result_version,
+                "solver_version": item.solver_version,
+                "price_book_version": item.price_book_version,
+                "created_at": item.created_at,
+                "baseline": index == baseline_index,
+                "values": values,
+            }
+        )
+    base = items[baseline_index]
+    return {
+        "baseline": {"plan": base.plan_id, "result": base.result_id},
+        "metrics": [{"key": m.key, "group": m.group, "label": m.label, "unit": m.unit} for m in METRICS],
+        "items": rows,
+    }
+
+
+CSV_LEAD_COLUMNS = (
+    "plan",
+    "plan_name",
+    "result",
+    "result_version",
+    "baseline",
+    "solver_version",
+    "price_book_version",
+)
+
+
+def compare_csv_table(data: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """One row per plan; for each metric its value, delta and delta in percent (units in the header)."""
+    header = list(CSV_LEAD_COLUMNS)
+    for metric in data["metrics"]:
+        column = f"{metric['key']} [{metric['unit']}]"
+        header += [column, f"{column} delta", f"{metric['key']} delta %"]
+    rows = []
+    for item in data["items"]:
+        row = [item[c] for c in CSV_LEAD_COLUMNS]
+        for metric in data["metrics"]:
+            cell = item["values"][metric["key"]]
+            row += [cell["value"], cell["delta"], cell["delta_pct"]]
+        rows.append(row)
+    return header, rows

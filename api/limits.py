@@ -1,0 +1,28 @@
+"""Documented limits of the public API.
+
+Every limit here is enforced with a 400 that names the field path and the limit, and is listed in the
+OpenAPI description (``api.schema.LIMITS_MARKDOWN``). Limits on the scenario document itself (GPUs, layers,
+batch, ...) are the solver's own (``solvers.schema``); the API does not keep a second copy of them.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+# Request bodies above this are refused before parsing (a scenario document is a few KB).
+MAX_BODY_BYTES: int = int(getattr(settings, "DATA_UPLOAD_MAX_MEMORY_SIZE", None) or 1_048_576)
+# Deeper JSON than this is not a scenario document; refusing it early keeps the parser off the stack limit.
+MAX_JSON_DEPTH = 32
+# Integers beyond ±2^53 are not exactly representable in JSON clients (JavaScript, most JSON libraries).
+MAX_JSON_INT = 2**53
+# Strings longer than this inside a body (names, descriptions, notes, keys) are refused.
+MAX_STRING_CHARS = 10_000
+# Rows per page (``?page_size=``); the default page is 50 rows.
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 500
+# Plans (or pinned results) in one comparison.
+MAX_COMPARE_ITEMS = 20
+# Entries in one published price book.
+MAX_PRICE_ENTRIES = 5_000
+# Tokens a user may hold at once (revoked tokens do not count).
+MAX_ACTIVE_TOKENS_PER_USER = 50

@@ -1,0 +1,76 @@
+"""OpenAPI generation: the error responses every operation can give, token auth, and the documented limits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.openapi import AutoSchema
+from rest_framework import serializers
+
+from api import limits
+
+
+class ErrorItemSerializer(serializers.Serializer):
+    path = serializers.CharField(help_text="Dotted field path ('' for the request as a whole).")
+    message = serializers.CharField(help_text="The rule that was broken.")
+
+
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    errors = ErrorItemSerializer(many=True)  # type: ignore[assignment]  # the field, not Serializer.errors
+
+
+ERROR_DESCRIPTIONS = {
+    "400": "Bad input: every broken rule with its field path. Nothing was stored.",
+    "401": "No credentials, or an invalid, expired or revoked token.",
+    "403": "Your role on this team does not allow this (viewer reads, editor writes, admin manages).",
+    "404": "No such object among your teams' objects (another team's object is also 404).",
+    "409": "Results depend on this object: archive it instead.",
+    "429": "Too many requests for this token; retry after the number of seconds in Retry-After.",
+}
+
+
+class PlannerAutoSchema(AutoSchema):
+    """Adds the shared error shape to every operation, for the status codes that operation can answer."""
+
+    def _error_codes(self) -> list[str]:
+        codes = ["400", "401", "403", "404"]
+        if self.method == "DELETE":
+            codes.append("409")
+        if getattr(self.view, "throttle_scope", None):
+            codes.append("429")
+        return codes
+
+    def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
+        responses: dict[str, Any] = super()._get_response_bodies(direction)
+        if direction != "response":
+            return responses
+        for code in self._error_codes():
+            if code not in responses:
+                body = self._get_response_for_code(ErrorSerializer, code, direction=direction)
+                body["description"] = ERROR_DESCRIPTIONS[code]
+                responses[code] = body
+        return responses
+
+
+class HashedTokenScheme(OpenApiAuthenticationExtension):
+    target_class = "api.authentication.HashedTokenAuthentication"
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API token (pln_...) created at POST /api/v1/tokens/ and shown once.",
+        }
+
+
+LIMITS_MARKDOWN = f"""
+**Limits** (each enforced with a 400 naming the field and the limit):
+request body at most {limits.MAX_BODY_BYTES} bytes, JSON nested at most {limits.MAX_JSON_DEPTH} levels, finite
+numbers only (no NaN or Infinity), integers within ±2^53, strings at most {limits.MAX_STRING_CHARS} characters;
+page size at most {limits.MAX_PAGE_SIZE} (default {limits.DEFAULT_PAGE_SIZE}); at most
+{limits.MAX_COMPARE_ITEMS} plans or results per comparison; at most {limits.MAX_PRICE_ENTRIES} entries per price
+book. Scenario limits (GPUs, layers, batch, ...) are the solver's and are named in each 400.
+"""

@@ -1,0 +1,61 @@
+"""Teams and their members."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from rest_framework import serializers
+
+from api.permissions import team_roles
+from scenarios.models import ROLE_CHOICES, Membership, Team
+
+
+class TeamSerializer(serializers.ModelSerializer):
+    role = serializers.SerializerMethodField(help_text="Your role on this team.")
+    slug = serializers.SlugField(max_length=100)
+
+    class Meta:
+        model = Team
+        fields: tuple[str, ...] = ("id", "name", "slug", "role", "created_at")
+        read_only_fields: tuple[str, ...] = ("id", "role", "created_at")
+
+    def get_role(self, team: Team) -> str | None:
+        return team_roles(self.context["request"]).get(team.pk)
+
+    def validate_slug(self, slug: str) -> str:
+        existing = Team.objects.filter(slug=slug)
+        if self.instance is not None:
+            existing = existing.exclude(pk=self.instance.pk)
+        if existing.exists():
+            raise serializers.ValidationError("a team with this slug already exists")
+        return slug
+
+
+class MemberSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+    user = serializers.CharField(
+        write_only=True, help_text="Username of the person to add (on create only).", max_length=150
+    )
+    role = serializers.ChoiceField(choices=ROLE_CHOICES)
+
+    class Meta:
+        model = Membership
+        fields: tuple[str, ...] = ("id", "user", "username", "role", "created_at")
+        read_only_fields: tuple[str, ...] = ("id", "username", "created_at")
+
+    def validate_user(self, username: str) -> Any:
+        if self.instance is not None:
+            raise serializers.ValidationError("a membership's user cannot be changed; remove and add instead")
+        user = get_user_model().objects.filter(username=username, is_active=True).first()
+        if user is None:
+            raise serializers.ValidationError("no active user with this username")
+        team = self.context["team"]
+        if Membership.objects.filter(team=team, user=user).exists():
+            raise serializers.ValidationError("already a member of this team")
+        return user
+
+
+class MemberUpdateSerializer(MemberSerializer):
+    class Meta(MemberSerializer.Meta):
+        read_only_fields: tuple[str, ...] = ("id", "user", "username", "created_at")

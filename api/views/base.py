@@ -1,0 +1,84 @@
+"""What every API view shares: authentication, strict JSON, team scoping, roles, the error schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Model, QuerySet
+from rest_framework import serializers, viewsets
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.generics import GenericAPIView
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from api.authentication import HashedTokenAuthentication
+from api.parsers import StrictJSONParser
+from api.permissions import TeamRolePermission, has_role, team_roles
+from api.schema import PlannerAutoSchema
+from api.throttling import PerTokenScopedThrottle
+
+AUTHENTICATION_CLASSES = (HashedTokenAuthentication, SessionAuthentication)
+
+
+class PlannerViewMixin(APIView):
+    """Token first (so that anonymous callers get 401, not 403), then the browser session with CSRF."""
+
+    authentication_classes = AUTHENTICATION_CLASSES
+    parser_classes = (StrictJSONParser,)
+    renderer_classes: tuple[type[BaseRenderer], ...] = (JSONRenderer,)
+    throttle_classes = (PerTokenScopedThrottle,)
+    schema = PlannerAutoSchema()
+
+
+class AuthenticatedAPIView(PlannerViewMixin):
+    """Any authenticated caller, team or not (catalog, stateless solve)."""
+
+    permission_classes = (IsAuthenticated,)
+
+
+class TeamScopedViewSetMixin(PlannerViewMixin, GenericAPIView):
+    """Rows of the caller's teams only; another team's row is not in the queryset, hence 404 on every method."""
+
+    permission_classes = (TeamRolePermission,)
+    lookup_value_regex = r"\d+"
+    write_role = "editor"
+    team_field = "team_id"
+
+    def base_queryset(self) -> QuerySet[Any]:
+        raise NotImplementedError
+
+    def get_queryset(self) -> QuerySet[Any]:
+        if getattr(self, "swagger_fake_view", False):
+            return self.base_queryset().none()
+        return self.base_queryset().filter(**{f"{self.team_field}__in": list(team_roles(self.request))})
+
+    def object_team_id(self, obj: Model) -> int | None:
+        return getattr(obj, "team_id", None)
+
+
+class TeamScopedReadOnlyViewSet(TeamScopedViewSetMixin, viewsets.ReadOnlyModelViewSet):
+    pass
+
+
+def resolve_team(request: Request, validated: dict[str, Any], *, role: str = "editor") -> Any:
+    """The team a new object goes to: the one named, or the caller's only team; the caller must hold ``role``.
+
+    ``validated["team"]`` was already checked to be one of the caller's teams (``TeamField``), so a team of
+    someone else reads as 'does not exist' (400), never as a 403 that would confirm it exists.
+    """
+    from scenarios.models import Team
+
+    team = validated.pop("team", None)
+    if team is None:
+        writable = [team_id for team_id in team_roles(request) if has_role(request, team_id, role)]
+        if len(writable) != 1:
+            raise serializers.ValidationError(
+                {"team": ["required: name the team (you can write to none or to more than one)"]}
+            )
+        team = Team.objects.get(pk=writable[0])
+    if not has_role(request, team.pk, role):
+        raise PermissionDenied(f"Your role on this team does not allow this (needs {role}).")
+    return team

@@ -1,0 +1,85 @@
+"""Price books: list, fetch, publish a new version (which re-runs the plans whose prices it changes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.filters import PriceBookFilter
+from api.permissions import team_roles
+from api.serializers.price_books import (
+    PriceBookDetailSerializer,
+    PriceBookPublishSerializer,
+    PriceBookSerializer,
+)
+from api.views.base import TeamScopedViewSetMixin, resolve_team
+from scenarios.models import PriceBook
+
+
+class PriceBookViewSet(
+    TeamScopedViewSetMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Your teams' price books and the global ones (team null), newest version first. Published books are
+    immutable; POST publishes the next version for a team (editor role) and re-runs every plan of the team
+    whose resolved prices it changes (trigger ``price_change``)."""
+
+    ordering_fields = ("published_at", "version")
+    ordering = ("-published_at", "-id")
+    filterset_class = PriceBookFilter
+
+    def base_queryset(self) -> QuerySet[PriceBook]:
+        return PriceBook.objects.annotate(entry_count=Count("entries"))
+
+    def get_queryset(self) -> QuerySet[PriceBook]:
+        if getattr(self, "swagger_fake_view", False):
+            return PriceBook.objects.none()
+        visible = Q(team_id__in=list(team_roles(self.request))) | Q(team__isnull=True)
+        queryset = self.base_queryset().filter(visible)
+        if self.action == "retrieve":
+            queryset = queryset.prefetch_related("entries")
+        return queryset
+
+    def object_team_id(self, obj: Any) -> int | None:
+        return obj.team_id
+
+    def check_object_permissions(self, request: Request, obj: Any) -> None:
+        # Global books are readable by every authenticated caller; they are never written through the API.
+        if obj.team_id is None:
+            return
+        super().check_object_permissions(request, obj)
+
+    def get_serializer_class(self) -> Any:
+        if self.action == "create":
+            return PriceBookPublishSerializer
+        return PriceBookDetailSerializer if self.action == "retrieve" else PriceBookSerializer
+
+    @extend_schema(request=PriceBookPublishSerializer, responses={201: PriceBookDetailSerializer})
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        from scenarios import services
+
+        serializer = PriceBookPublishSerializer(data=request.data, context=self.get_serializer_context())
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        team = resolve_team(request, data, role="editor")
+        book = services.price_book_publish(
+            team=team,
+            user=request.user,
+            name=data["name"],
+            entries=[dict(entry) for entry in data["entries"]],
+            notes=data.get("notes", ""),
+            source=data.get("source", ""),
+        )
+        book = self.base_queryset().prefetch_related("entries").get(pk=book.pk)
+        return Response(
+            PriceBookDetailSerializer(book, context=self.get_serializer_context()).data,
+            status=status.HTTP_201_CREATED,
+        )

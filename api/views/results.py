@@ -1,0 +1,92 @@
+"""Results: read-only, append-only solved reports; GET /results/{id}/diff/ shows what changed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.diffing import changes
+from api.filters import MAX_ID, ResultFilter
+from api.renderers import CSVRenderer
+from api.serializers.results import ResultDetailSerializer, ResultDiffSerializer, ResultSerializer
+from api.views.base import TeamScopedReadOnlyViewSet
+from scenarios.models import Result
+
+LARGE_FIELDS = ("input_snapshot", "report", "prices", "delta")
+
+
+class ResultViewSet(TeamScopedReadOnlyViewSet):
+    """Results of your teams' plans. Lists carry the promoted figures; one result carries its input
+    snapshot (with the prices used), the report and the delta to the previous version. CSV with
+    ``Accept: text/csv`` or ``?format=csv``."""
+
+    filterset_class = ResultFilter
+    ordering_fields = (
+        "created_at",
+        "version",
+        "step_s",
+        "mfu",
+        "total_usd",
+        "usd_per_million_tokens",
+        "total_kgco2e",
+    )
+    ordering = ("-created_at", "-id")
+    renderer_classes = (*TeamScopedReadOnlyViewSet.renderer_classes, CSVRenderer)
+
+    def base_queryset(self) -> QuerySet[Result]:
+        queryset = Result.objects.select_related("price_book", "team_price_book")
+        if getattr(self, "action", None) == "list":
+            queryset = queryset.defer(*LARGE_FIELDS)
+        return queryset
+
+    def get_serializer_class(self) -> Any:
+        return ResultSerializer if self.action == "list" else ResultDetailSerializer
+
+    @extend_schema(
+        responses={200: ResultDiffSerializer},
+        parameters=[
+            OpenApiParameter(
+                "against",
+                OpenApiTypes.INT,
+                description="Id of the earlier result of the same plan (default: the previous version).",
+            )
+        ],
+    )
+    @action(detail=True, methods=["get"], renderer_classes=TeamScopedReadOnlyViewSet.renderer_classes)
+    def diff(self, request: Request, pk: str | None = None) -> Response:
+        """What changed between two results of one plan: inputs, prices and report fields, with deltas."""
+        after = self.get_object()
+        raw = request.query_params.get("against")
+        if raw is None:
+            before = after.previous
+            if before is None:
+                raise NotFound(
+                    "This is the plan's first result: there is no previous version to compare with."
+                )
+        else:
+            if not raw.isdigit() or not 1 <= int(raw) <= MAX_ID:
+                raise serializers.ValidationError({"against": ["must be a result id (a positive integer)"]})
+            before = self.get_queryset().filter(pk=int(raw)).first()
+            if before is None:
+                raise NotFound("against: no such result.")
+            if before.plan_id != after.plan_id:
+                raise serializers.ValidationError({"against": ["must be a result of the same plan"]})
+        context = self.get_serializer_context()
+        return Response(
+            {
+                "plan": after.plan_id,
+                "before": ResultSerializer(before, context=context).data,
+                "after": ResultSerializer(after, context=context).data,
+                "inputs": changes(before.input_snapshot, after.input_snapshot),
+                "prices": changes(before.prices, after.prices),
+                "outputs": changes(before.report, after.report),
+            }
+        )

@@ -1,0 +1,132 @@
+"""Teams (the caller's) and their members; admins manage members."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from rest_framework import mixins, serializers, viewsets
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import SAFE_METHODS
+from rest_framework.request import Request
+
+from api.models import ApiToken
+from api.permissions import has_role, team_roles
+from api.serializers.teams import MemberSerializer, MemberUpdateSerializer, TeamSerializer
+from api.views.base import TeamScopedViewSetMixin
+from scenarios.models import ROLE_ADMIN, Membership, Team
+
+
+class TeamViewSet(
+    TeamScopedViewSetMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
+):
+    """The teams you belong to, with your role. Creating a team makes you its admin; admins rename it."""
+
+    serializer_class = TeamSerializer
+    team_field = "id"
+    write_role = "admin"
+    http_method_names = ("get", "post", "patch", "head", "options")
+    ordering_fields = ("name", "created_at")
+
+    def base_queryset(self) -> QuerySet[Team]:
+        return Team.objects.all()
+
+    def object_team_id(self, obj: Any) -> int | None:
+        return int(obj.pk)
+
+    def perform_create(self, serializer: Any) -> None:
+        token = self.request.auth
+        if isinstance(token, ApiToken) and token.team_id is not None:
+            raise PermissionDenied("A token restricted to one team cannot create teams.")
+        from scenarios import services
+
+        team = services.team_create(
+            name=serializer.validated_data["name"],
+            slug=serializer.validated_data["slug"],
+            owner=self.request.user,
+        )
+        serializer.instance = team
+        # The new membership must be visible to the serializer's role field.
+        team_roles(self.request)[team.pk] = ROLE_ADMIN
+
+
+class MemberViewSet(
+    TeamScopedViewSetMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Members of one of your teams. Any member reads; admins add, change roles and remove."""
+
+    write_role = "admin"
+    http_method_names = ("get", "post", "patch", "delete", "head", "options")
+    ordering_fields = ("created_at", "role")
+    team: Team
+
+    def base_queryset(self) -> QuerySet[Membership]:
+        team_id = int(self.kwargs.get("team_pk") or 0)
+        return Membership.objects.filter(team_id=team_id).select_related("user").order_by("id")
+
+    def get_serializer_class(self) -> type[serializers.Serializer]:
+        return MemberUpdateSerializer if self.action in {"update", "partial_update"} else MemberSerializer
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        if getattr(self, "swagger_fake_view", False):
+            return
+        team_pk = str(kwargs.get("team_pk", ""))
+        if not team_pk.isdigit() or int(team_pk) not in team_roles(request):
+            get_object_or_404(Team.objects.none())
+        self.team = Team.objects.get(pk=int(team_pk))
+        if request.method not in SAFE_METHODS and not has_role(request, self.team.pk, "admin"):
+            raise PermissionDenied("Only a team admin manages members.")
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        context = dict(super().get_serializer_context())
+        context["team"] = getattr(self, "team", None)
+        return context
+
+    def _refuse_losing_last_admin(self, membership: Membership, new_role: str | None) -> None:
+        if membership.role != ROLE_ADMIN or new_role == ROLE_ADMIN:
+            return
+        others = Membership.objects.filter(team_id=membership.team_id, role=ROLE_ADMIN).exclude(
+            pk=membership.pk
+        )
+        if not others.exists():
+            raise serializers.ValidationError({"role": ["a team keeps at least one admin"]})
+
+    def perform_create(self, serializer: Any) -> None:
+        from scenarios import services
+
+        data = serializer.validated_data
+        serializer.instance = services.membership_set(team=self.team, user=data["user"], role=data["role"])
+
+    def perform_update(self, serializer: Any) -> None:
+        from scenarios import services
+
+        with transaction.atomic():
+            membership = Membership.objects.select_for_update().get(pk=serializer.instance.pk)
+            role = serializer.validated_data.get("role", membership.role)
+            self._refuse_losing_last_admin(membership, role)
+            serializer.instance = services.membership_set(team=self.team, user=membership.user, role=role)
+
+    def perform_destroy(self, instance: Membership) -> None:
+        with transaction.atomic():
+            membership = Membership.objects.select_for_update().get(pk=instance.pk)
+            self._refuse_losing_last_admin(membership, None)
+            # Tokens restricted to this team stop working for the removed member.
+            ApiToken.objects.active().filter(user_id=membership.user_id, team_id=membership.team_id).update(
+                revoked_at=timezone.now()
+            )
+            membership.delete()

@@ -1,0 +1,79 @@
+"""API tokens: create (the secret is shown once), list, revoke."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from django.db.models import Model, Q, QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.limits import MAX_ACTIVE_TOKENS_PER_USER
+from api.models import ApiToken
+from api.permissions import has_role, team_roles
+from api.serializers.tokens import ApiTokenCreatedSerializer, ApiTokenSerializer
+from api.views.base import PlannerViewMixin
+
+
+class ApiTokenViewSet(
+    PlannerViewMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """Your API tokens, and those restricted to teams you administer. DELETE revokes a token (kept, inactive).
+
+    Use a token as ``Authorization: Bearer <token>``. Only its SHA-256 is stored: the secret is in the
+    response that creates it and nowhere else.
+    """
+
+    serializer_class = ApiTokenSerializer
+    permission_classes = (IsAuthenticated,)
+    lookup_value_regex = r"\d+"
+    ordering_fields = ("created_at", "last_used_at")
+
+    def get_queryset(self) -> QuerySet[ApiToken]:
+        if getattr(self, "swagger_fake_view", False):
+            return ApiToken.objects.none()
+        admin_teams = [team_id for team_id, role in team_roles(self.request).items() if role == "admin"]
+        queryset = ApiToken.objects.filter(Q(user_id=self.request.user.pk) | Q(team_id__in=admin_teams))
+        token = self.request.auth
+        if isinstance(token, ApiToken) and token.team_id is not None:
+            queryset = queryset.filter(team_id=token.team_id)
+        return queryset.select_related("user")
+
+    @extend_schema(responses={201: ApiTokenCreatedSerializer})
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        team = serializer.validated_data.get("team")
+        caller_token = request.auth
+        restricted_to = caller_token.team_id if isinstance(caller_token, ApiToken) else None
+        if restricted_to is not None and (team is None or team.pk != restricted_to):
+            raise PermissionDenied("A token restricted to one team can only create tokens for that team.")
+        user = cast(Model, request.user)  # IsAuthenticated: never the anonymous user here
+        active = ApiToken.objects.active().filter(user_id=user.pk).count()
+        if active >= MAX_ACTIVE_TOKENS_PER_USER:
+            raise serializers.ValidationError(
+                {"": [f"at most {MAX_ACTIVE_TOKENS_PER_USER} active tokens per user; revoke one first"]}
+            )
+        token, secret = ApiToken.issue(
+            user=user,
+            name=serializer.validated_data["name"],
+            team=team,
+            expires_at=serializer.validated_data.get("expires_at"),
+        )
+        data = ApiTokenCreatedSerializer(token, context=self.get_serializer_context()).data
+        data["token"] = secret
+        return Response(data, status=status.HTTP_201_CREATED)
+
+    def perform_destroy(self, instance: ApiToken) -> None:
+        if instance.user_id != self.request.user.pk and not has_role(self.request, instance.team_id, "admin"):
+            raise PermissionDenied("Only the token's owner or an admin of its team revokes it.")
+        instance.revoke(by=cast(Model, self.request.user))
