@@ -13,7 +13,7 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 import yaml
@@ -97,6 +97,37 @@ def _dump(value: Any, *, pretty: bool) -> str:
 def _print_scenario_error(exc: ScenarioError, stderr: TextIO) -> None:
     for error in exc.errors:
         print(f"error: {error}", file=stderr)
+
+
+def run_document_command(
+    source: str,
+    compute: Callable[[Any], dict[str, Any]],
+    *,
+    stdin: TextIO,
+    stdout: TextIO,
+    stderr: TextIO,
+    compact: bool,
+    exit_status: Callable[[dict[str, Any]], int] = lambda _output: EXIT_OK,
+) -> int:
+    """Read one JSON or YAML document from ``source`` (a path, or - for stdin), print ``compute(document)``
+    as JSON and return ``exit_status(output)``. Every failure is one line on stderr and an exit status
+    (2 bad input naming the field path, 3 internal error), never a traceback. Used by search and sweep."""
+    try:
+        output = compute(parse_text(_read(source, stdin)))
+    except InputError as exc:
+        print(f"error: {exc}", file=stderr)
+        return EXIT_BAD_INPUT
+    except ScenarioError as exc:
+        _print_scenario_error(exc, stderr)
+        return EXIT_BAD_INPUT
+    except SolverInternalError as exc:
+        print(f"internal solver error: {exc}", file=stderr)
+        return EXIT_INTERNAL
+    except Exception as exc:  # a bug must still never print a traceback to the user
+        print(f"internal solver error: {type(exc).__name__}: {exc}", file=stderr)
+        return EXIT_INTERNAL
+    print(_dump(output, pretty=not compact), file=stdout)
+    return exit_status(output)
 
 
 def _cmd_solve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import re
 import sys
 import time
@@ -1133,42 +1132,21 @@ def search_main(
 
     Exit status as ``solve``: 0 success, 2 bad input (the message names the field path), 3 internal error.
     """
-    from solvers.cli import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, InputError, parse_text
+    from solvers.cli import run_document_command
 
-    stdin = stdin or sys.stdin
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
     try:
         args = build_search_parser().parse_args(list(argv))
     except SystemExit as exc:
         return int(exc.code or 0)
-    try:
-        if args.file == "-":
-            text = stdin.read()
-        else:
-            with open(args.file, encoding="utf-8") as handle:
-                text = handle.read()
-        document = parse_text(text)
-        pareto = [p.strip() for p in args.pareto.split(",") if p.strip()] if args.pareto else None
-        output = search_document(document, objective=args.objective, top=args.top, pareto=pareto)
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"error: cannot read {args.file}: {getattr(exc, 'strerror', None) or exc}", file=stderr)
-        return EXIT_BAD_INPUT
-    except InputError as exc:
-        print(f"error: {exc}", file=stderr)
-        return EXIT_BAD_INPUT
-    except ScenarioError as exc:
-        for error in exc.errors:
-            print(f"error: {error}", file=stderr)
-        return EXIT_BAD_INPUT
-    except SolverInternalError as exc:
-        print(f"internal solver error: {exc}", file=stderr)
-        return EXIT_INTERNAL
-    except Exception as exc:  # a bug must still never print a traceback to the user
-        print(f"internal solver error: {type(exc).__name__}: {exc}", file=stderr)
-        return EXIT_INTERNAL
-    print(json.dumps(output, allow_nan=False, indent=None if args.compact else 2), file=stdout)
-    return EXIT_OK
+    pareto = [p.strip() for p in args.pareto.split(",") if p.strip()] if args.pareto else None
+    return run_document_command(
+        args.file,
+        lambda document: search_document(document, objective=args.objective, top=args.top, pareto=pareto),
+        stdin=stdin or sys.stdin,
+        stdout=stdout or sys.stdout,
+        stderr=stderr or sys.stderr,
+        compact=args.compact,
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover - convenience: python -m solvers.search FILE

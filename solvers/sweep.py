@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import math
 import sys
 import time
@@ -360,18 +359,8 @@ def sweep_main(
     Exit status as ``solve``: 0 when every point solved, 1 when some point failed (its row carries the
     error), 2 bad input (the message names the field path), 3 internal error.
     """
-    from solvers.cli import (
-        EXIT_BAD_INPUT,
-        EXIT_BATCH_FAILURES,
-        EXIT_INTERNAL,
-        EXIT_OK,
-        InputError,
-        parse_text,
-    )
+    from solvers.cli import EXIT_BATCH_FAILURES, EXIT_OK, run_document_command
 
-    stdin = stdin or sys.stdin
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
     parser = argparse.ArgumentParser(
         prog="python -m solvers sweep",
         description="Best layout at every point of a sweep, and the Pareto front.",
@@ -386,29 +375,13 @@ def sweep_main(
         args = parser.parse_args(list(argv))
     except SystemExit as exc:
         return int(exc.code or 0)
-    try:
-        if args.file == "-":
-            text = stdin.read()
-        else:
-            with open(args.file, encoding="utf-8") as handle:
-                text = handle.read()
-        pareto = [p.strip() for p in args.pareto.split(",") if p.strip()] if args.pareto else None
-        output = sweep_document(parse_text(text), objective=args.objective, pareto=pareto)
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"error: cannot read {args.file}: {getattr(exc, 'strerror', None) or exc}", file=stderr)
-        return EXIT_BAD_INPUT
-    except InputError as exc:
-        print(f"error: {exc}", file=stderr)
-        return EXIT_BAD_INPUT
-    except ScenarioError as exc:
-        for error in exc.errors:
-            print(f"error: {error}", file=stderr)
-        return EXIT_BAD_INPUT
-    except SolverInternalError as exc:
-        print(f"internal solver error: {exc}", file=stderr)
-        return EXIT_INTERNAL
-    except Exception as exc:  # a bug must still never print a traceback to the user
-        print(f"internal solver error: {type(exc).__name__}: {exc}", file=stderr)
-        return EXIT_INTERNAL
-    print(json.dumps(output, allow_nan=False, indent=None if args.compact else 2), file=stdout)
-    return EXIT_OK if output["failed"] == 0 else EXIT_BATCH_FAILURES
+    pareto = [p.strip() for p in args.pareto.split(",") if p.strip()] if args.pareto else None
+    return run_document_command(
+        args.file,
+        lambda document: sweep_document(document, objective=args.objective, pareto=pareto),
+        stdin=stdin or sys.stdin,
+        stdout=stdout or sys.stdout,
+        stderr=stderr or sys.stderr,
+        compact=args.compact,
+        exit_status=lambda output: EXIT_OK if output["failed"] == 0 else EXIT_BATCH_FAILURES,
+    )
