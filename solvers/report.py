@@ -13,7 +13,6 @@ ledger of all three; warnings (a plan that does not fit in memory is a warning, 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -41,11 +40,6 @@ def reason_to_error(reason: str) -> FieldError:
     if sep and path and " " not in path:
         return FieldError(path=path, message=message)
     return FieldError(path="training.layout", message=reason)
-
-
-def take(batch: LayoutBatch, index: np.ndarray) -> LayoutBatch:
-    """The layouts of ``batch`` at ``index`` (an integer array), as a new LayoutBatch."""
-    return LayoutBatch(**{f.name: getattr(batch, f.name)[index] for f in dataclasses.fields(batch)})
 
 
 class _OneRow:
@@ -83,7 +77,7 @@ def _pick_layout(resolved: Resolved) -> tuple[LayoutBatch, Any, int, dict[str, A
     from solvers.search import search_resolved
 
     result = search_resolved(resolved)  # raises ScenarioError naming the rule when nothing is feasible
-    best = take(result.layouts, np.array([0]))
+    best = result.layouts.take(np.array([0]))
     columns = engine.evaluate(model=model, cluster=cluster, training=training, layouts=best)
     summary = {
         "objective": result.objective,

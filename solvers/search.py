@@ -539,28 +539,15 @@ def _enumerate(
 
 
 def take(batch: LayoutBatch, index: IntArray | slice) -> LayoutBatch:
-    """The layouts of ``batch`` at ``index`` (integer array, or a slice: views, no copy)."""
-    return LayoutBatch(**{f.name: getattr(batch, f.name)[index] for f in dataclasses.fields(batch)})
+    """The layouts of ``batch`` at ``index`` (``LayoutBatch.take``)."""
+    return batch.take(index)
 
 
 def layout_dict(batch: LayoutBatch, i: int) -> dict[str, Any]:
     """Row ``i`` of a LayoutBatch as a layout mapping with the document's spellings."""
-    return {
-        "tp": int(batch.tp[i]),
-        "pp": int(batch.pp[i]),
-        "cp": int(batch.cp[i]),
-        "ep": int(batch.ep[i]),
-        "dp": int(batch.dp[i]),
-        "microbatch_seqs": int(batch.microbatch_seqs[i]),
-        "schedule": SCHEDULES[int(batch.schedule[i])],
-        "virtual_stages": int(batch.virtual_stages[i]),
-        "sequence_parallel": bool(batch.sequence_parallel[i]),
-        "zero_stage": int(batch.zero_stage[i]),
-        "fsdp_reshard_after_forward": bool(batch.fsdp_reshard_after_forward[i]),
-        "expert_tp": int(batch.expert_tp[i]),
-        "recompute": RECOMPUTE_POLICIES[int(batch.recompute[i])],
-        "grad_reduce_dtype": "fp32" if bool(batch.grad_reduce_fp32[i]) else "bf16",
-    }
+    from solvers.schema import layout_from_batch
+
+    return layout_from_batch(batch, i)
 
 
 _NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?(e[+-]?\d+)?")

@@ -10,7 +10,7 @@ design-space search is the same engine over a batch of thousands (one code path,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Literal
 
 import numpy as np
@@ -145,3 +145,7 @@ class LayoutBatch:
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])
+
+    def take(self, index: IntArray | slice) -> LayoutBatch:
+        """The layouts at ``index`` (an integer array, or a slice: views, no copy)."""
+        return LayoutBatch(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
