@@ -14,89 +14,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import ROOT, prepare_environment, start_workers, stop_workers
+
 DEFAULT_BENCH_DB = "planner_bench"
-
-
-def _prepare_environment() -> None:
-    if not os.environ.get("BENCH_DATABASE_URL"):
-        import psycopg
-
-        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{DEFAULT_BENCH_DB}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{DEFAULT_BENCH_DB}"')
-        os.environ["BENCH_DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{DEFAULT_BENCH_DB}"
-    os.environ["DATABASE_URL"] = os.environ["BENCH_DATABASE_URL"]
-    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
-    os.environ["PLANNER_QUEUE"] = f"bench-rerun-{uuid.uuid4().hex[:8]}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "planner.settings")
-    sys.path.insert(0, str(ROOT))
-
-
-def _start_workers(count: int, log_dir: Path) -> list[subprocess.Popen[bytes]]:
-    from planner import heartbeat
-
-    procs = []
-    names = []
-    for i in range(count):
-        name = f"bench{i}-{uuid.uuid4().hex[:6]}@localhost"
-        names.append(name)
-        log = open(log_dir / f"worker{i}.log", "wb")  # noqa: SIM115 - kept open for the worker's lifetime
-        procs.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "planner",
-                    "worker",
-                    "-l",
-                    "WARNING",
-                    "-c",
-                    "1",
-                    "-P",
-                    "prefork",
-                    "-n",
-                    name,
-                    "-Q",
-                    os.environ["PLANNER_QUEUE"],
-                    "--without-gossip",
-                    "--without-mingle",
-                    "--without-heartbeat",
-                ],
-                cwd=ROOT,
-                env={**os.environ, "HEARTBEAT_PERIOD_S": "1"},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        )
-    deadline = time.monotonic() + 60
-    while not all(f"worker:{n}" in heartbeat.alive("worker:") for n in names):
-        if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
-            raise SystemExit(f"workers did not start; see {log_dir}")
-        time.sleep(0.2)
-    return procs
-
-
-def _stop_workers(procs: list[subprocess.Popen[bytes]]) -> None:
-    import signal
-
-    for p in procs:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGTERM)
-    for p in procs:
-        try:
-            p.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
 
 
 def _create_plans(count: int) -> None:
@@ -197,7 +121,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--no-baseline", action="store_true", help="skip the first solve of every plan")
     args = parser.parse_args()
-    _prepare_environment()
+    prepare_environment(database=DEFAULT_BENCH_DB, queue_prefix="bench-rerun")
     import django
 
     django.setup()
@@ -211,7 +135,7 @@ def main() -> int:
     t = time.perf_counter()
     _create_plans(args.plans)
     print(f"created {args.plans} plans in {time.perf_counter() - t:.1f} s")
-    procs = _start_workers(args.workers, log_dir)
+    procs = start_workers(args.workers, log_dir, name_prefix="rerun")
     try:
         if not args.no_baseline:
             base = _publish_and_rerun(25_000.0, "baseline")
@@ -221,7 +145,7 @@ def main() -> int:
             )
         change = _publish_and_rerun(21_000.0, "H100 price cut")
     finally:
-        _stop_workers(procs)
+        stop_workers(procs)
     deltas = Result.objects.filter(version=2).exclude(delta={}).count()
     print(f"price change re-run with {args.workers} worker processes on {os.cpu_count()} cores:")
     print(f"  plans checked          {change['plans_checked']:.0f}")

@@ -15,80 +15,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
-import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import ROOT, prepare_environment, start_workers, stop_workers
+
 DEFAULT_BENCH_DB = "planner_bench_sweep"
 ACCELERATORS = ["h100-sxm", "h200-sxm", "b200", "a100-sxm-80gb"]
 REGIONS = ["quebec", "virginia", "iceland", "poland", "texas"]
 NARROW_SPACE: dict[str, Any] = {"tp": [1, 2, 4, 8], "cp": [1, 2], "pp": [1, 2, 4], "microbatch_seqs": [1, 2]}
-
-
-def _prepare_environment() -> None:
-    if not os.environ.get("BENCH_DATABASE_URL"):
-        import psycopg
-
-        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{DEFAULT_BENCH_DB}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{DEFAULT_BENCH_DB}"')
-        os.environ["BENCH_DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{DEFAULT_BENCH_DB}"
-    os.environ["DATABASE_URL"] = os.environ["BENCH_DATABASE_URL"]
-    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
-    os.environ["PLANNER_QUEUE"] = f"bench-sweep-{uuid.uuid4().hex[:8]}"
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "planner.settings")
-    # The API's per-token budget is not what this measures (the poll loop makes thousands of requests).
-    os.environ.setdefault("THROTTLE_RUN", "100000/min")
-    sys.path.insert(0, str(ROOT))
-
-
-def _start_workers(count: int, log_dir: Path) -> list[subprocess.Popen[bytes]]:
-    from planner import heartbeat
-
-    procs: list[subprocess.Popen[bytes]] = []
-    names: list[str] = []
-    for i in range(count):
-        name = f"sweep{i}-{uuid.uuid4().hex[:6]}@localhost"
-        names.append(name)
-        log = open(log_dir / f"sweep-worker{i}.log", "wb")  # noqa: SIM115 - kept open for the worker's lifetime
-        cmd = [
-            sys.executable, "-m", "celery", "-A", "planner", "worker", "-l", "INFO", "-c", "1", "-P", "prefork",
-            "-n", name, "-Q", os.environ["PLANNER_QUEUE"], "--without-gossip", "--without-mingle",
-            "--without-heartbeat",
-        ]  # fmt: skip
-        procs.append(
-            subprocess.Popen(
-                cmd,
-                cwd=ROOT,
-                env={**os.environ, "HEARTBEAT_PERIOD_S": "1"},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        )
-    deadline = time.monotonic() + 60
-    while not all(f"worker:{n}" in heartbeat.alive("worker:") for n in names):
-        if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
-            _stop_workers(procs)
-            raise SystemExit(f"workers did not start; see {log_dir}")
-        time.sleep(0.2)
-    return procs
-
-
-def _stop_workers(procs: list[subprocess.Popen[bytes]]) -> None:
-    for p in procs:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGTERM)
-    for p in procs:
-        try:
-            p.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
 
 
 def _client_and_plans(count: int) -> tuple[Any, list[Any]]:
@@ -180,7 +116,9 @@ def main() -> int:
     parser.add_argument("--narrow", action="store_true", help="search a narrowed layout space at every point")
     args = parser.parse_args()
     counts = [int(c) for c in args.workers.split(",") if c.strip()]
-    _prepare_environment()
+    # The API's per-token budget is not what this measures (the poll loop makes thousands of requests).
+    os.environ.setdefault("THROTTLE_RUN", "100000/min")
+    prepare_environment(database=DEFAULT_BENCH_DB, queue_prefix="bench-sweep")
     import django
 
     django.setup()
@@ -197,11 +135,11 @@ def main() -> int:
         body["space"] = NARROW_SPACE
     outcomes: dict[int, dict[str, Any]] = {}
     for count, plan in zip(counts, plans, strict=True):
-        procs = _start_workers(count, log_dir)
+        procs = start_workers(count, log_dir, name_prefix="sweep", log_level="INFO")
         try:
             outcomes[count] = _sweep(client, plan, body)
         finally:
-            _stop_workers(procs)
+            stop_workers(procs)
         run = outcomes[count]["run"]
         result = Result.objects.get(pk=run["result"]) if run["result"] else None
         chunks = result.report["chunks"] if result else {}
