@@ -31,7 +31,7 @@ taken.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from solvers.compute import Num, ceil_log2, clip, maximum, minimum, where
 from solvers.specs import ClusterSpec
@@ -40,8 +40,7 @@ GB = 1e9
 US = 1e-6
 
 
-@dataclass(frozen=True)
-class Links:
+class Links(NamedTuple):
     """Achieved per-direction rate and start-up latency of the two link classes of a cluster.
 
     ``out_gb_s`` already divides the NIC rate by the fabric's oversubscription: a group that spans nodes
@@ -196,17 +195,21 @@ def _placed(*, kind: int, group_size: Num, stride: Num, message_bytes: Num, link
     k = members_per_node(group_size=n, stride=stride, gpus_per_node=links.gpus_per_node)
     nodes = n // k
     frac_all = (n - 1) / n
+    steps_all = kind * latency_steps(group_size=n)
     inside = transfer_s(
         bytes_=kind * frac_all * message_bytes,
         bandwidth_gb_s=links.up_gb_s,
-        steps=kind * latency_steps(group_size=n),
+        steps=steps_all,
         latency_us=links.up_latency_us,
     )
+    spans = k < n
+    if spans is False:  # one group (python scalars) inside a node: the NIC forms below would be discarded
+        return inside, 0.0
     flat_nic_bytes = kind * frac_all * message_bytes
     flat = transfer_s(
         bytes_=flat_nic_bytes,
         bandwidth_gb_s=links.out_gb_s,
-        steps=kind * latency_steps(group_size=n),
+        steps=steps_all,
         latency_us=links.out_latency_us,
     )
     # Hierarchical: the intra-node reduce-scatter/all-gather pair moves (k-1)/k of S on NVLink, the inter-node
@@ -225,7 +228,6 @@ def _placed(*, kind: int, group_size: Num, stride: Num, message_bytes: Num, link
         latency_us=links.out_latency_us,
     )
     hier = intra + inter
-    spans = k < n
     use_hier = hier < flat
     time = where(spans, where(use_hier, hier, flat), inside)
     nic = where(spans, where(use_hier, hier_nic_bytes, flat_nic_bytes), 0.0)

@@ -38,25 +38,28 @@ _SCALARS = (int, float, bool)
 # give bit-identical numbers.
 
 
+_ARRAY = np.ndarray
+
+
 def where(cond: Num, a: Num, b: Num) -> Num:
     """``np.where`` on arrays, ``a if cond else b`` on a python bool."""
-    if type(cond) is bool:
+    if cond.__class__ is bool:
         return a if cond else b
     return np.where(cond, a, b)
 
 
 def minimum(a: Num, b: Num) -> Num:
     """``np.minimum`` on arrays, ``min`` on scalars."""
-    if type(a) in _SCALARS and type(b) in _SCALARS:
-        return a if a <= b else b
-    return np.minimum(a, b)
+    if a.__class__ is _ARRAY or b.__class__ is _ARRAY:
+        return np.minimum(a, b)
+    return a if a <= b else b
 
 
 def maximum(a: Num, b: Num) -> Num:
     """``np.maximum`` on arrays, ``max`` on scalars."""
-    if type(a) in _SCALARS and type(b) in _SCALARS:
-        return a if a >= b else b
-    return np.maximum(a, b)
+    if a.__class__ is _ARRAY or b.__class__ is _ARRAY:
+        return np.maximum(a, b)
+    return a if a >= b else b
 
 
 def clip(x: Num, low: Num, high: Num) -> Num:
@@ -66,7 +69,7 @@ def clip(x: Num, low: Num, high: Num) -> Num:
 
 def logical_not(x: Num) -> Num:
     """``not x`` on a python bool, ``~x`` on a boolean array."""
-    if type(x) is bool:
+    if x.__class__ is bool:
         return not x
     return np.logical_not(x)
 

@@ -46,7 +46,6 @@ hidden at 0.9: compute 5.29 s, bubble 0.62 s, exposed TP 0.67 s, DP 0.15 s, PP 0
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -151,7 +150,7 @@ def layout_rule_codes(
     """
     names = ("ok", *_RULES)
     if len(layouts) == 1:
-        masks = _rule_masks(model=model, cluster=cluster, training=training, lay=_scalar_layout(layouts))
+        masks = _rule_masks(model=model, cluster=cluster, training=training, lay=layouts.single)
         code = next((index + 1 for index, bad in enumerate(masks) if bad), 0)
         return np.array([code], dtype=np.int64), names
     masks = _rule_masks(model=model, cluster=cluster, training=training, lay=layouts)
@@ -360,7 +359,7 @@ def evaluate(
     s = 8,192 -> the DP exchange is 12.6 GB per GPU per step (seed 004 §5.3).
     """
     if len(layouts) == 1:
-        values = _step(model=model, cluster=cluster, training=training, lay=_scalar_layout(layouts))
+        values = _step(model=model, cluster=cluster, training=training, lay=layouts.single)
         # One array for every float column; each field is a length-1 view of it (cheaper than 36 arrays).
         floats = np.array([float(values[name]) for name in _FLOAT_NAMES], dtype=np.float64).reshape(-1, 1)
         columns: dict[str, Any] = {name: floats[j] for j, name in enumerate(_FLOAT_NAMES)}
@@ -383,19 +382,20 @@ def evaluate_one(
     """
     if len(layouts) != 1:
         raise ValueError(f"evaluate_one takes a batch of one layout, got {len(layouts)}")
-    lay = _scalar_layout(layouts)
-    masks = _rule_masks(model=model, cluster=cluster, training=training, lay=lay)
-    for index, bad in enumerate(masks):
-        if bad:
-            return None, _message(
-                index + 1, 0, model=model, cluster=cluster, training=training, layouts=layouts
-            )
+    lay = layouts.single
+    # A batch that passed the rules with these very specs passes again (all four are immutable): a scenario
+    # resolved from the cache hands out the same LayoutBatch and specs, so its layout is checked once.
+    passed = layouts.__dict__.get("_passed_rules")
+    if passed is None or passed[0] is not model or passed[1] is not cluster or passed[2] is not training:
+        masks = _rule_masks(model=model, cluster=cluster, training=training, lay=lay)
+        for index, bad in enumerate(masks):
+            if bad:
+                return None, _message(
+                    index + 1, 0, model=model, cluster=cluster, training=training, layouts=layouts
+                )
+        layouts.__dict__["_passed_rules"] = (model, cluster, training)
     values = _step(model=model, cluster=cluster, training=training, lay=lay)
-    row: dict[str, float | int | bool] = {}
-    for name in _FIELD_NAMES:
-        value = values[name]
-        kind = _DTYPES[name]
-        row[name] = float(value) if kind is np.float64 else int(value) if kind is np.int64 else bool(value)
+    row: dict[str, float | int | bool] = {name: plain(values[name]) for name, plain in _PLAIN_TYPES}
     return row, None
 
 
@@ -414,14 +414,12 @@ _DTYPES: dict[str, type] = {
     for name in _FIELD_NAMES
 }
 
+_PLAIN_TYPES: tuple[tuple[str, type], ...] = tuple(
+    (name, float if kind is np.float64 else int if kind is np.int64 else bool)
+    for name, kind in _DTYPES.items()
+)
+
 _FLOAT_NAMES: tuple[str, ...] = tuple(name for name in _FIELD_NAMES if _DTYPES[name] is np.float64)
-
-_LAYOUT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(LayoutBatch))
-
-
-def _scalar_layout(layouts: LayoutBatch) -> SimpleNamespace:
-    """The single layout of a batch of one as python ints and bools."""
-    return SimpleNamespace(**{name: getattr(layouts, name)[0].item() for name in _LAYOUT_FIELDS})
 
 
 def _step(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, lay: Any) -> dict[str, Num]:

@@ -36,14 +36,13 @@ microbatch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from solvers import collectives
 from solvers.compute import Num, maximum, where
 
 
-@dataclass(frozen=True)
-class Exchange:
+class Exchange(NamedTuple):
     """One dimension's exchange per step: mean bytes per GPU, busiest time, NIC bytes and largest burst."""
 
     bytes_per_gpu: Num
@@ -76,15 +75,17 @@ def tp_exchange(
     attn_t, attn_nic = collectives.placed_all_reduce_s(
         group_size=tp, stride=stride, message_bytes=activation_bytes, links=links
     )
-    mlp_group_t, mlp_group_nic = collectives.placed_all_reduce_s(
-        group_size=expert_tp, stride=stride, message_bytes=activation_bytes, links=links
-    )
+    attn_b = collectives.all_reduce_bytes(group_size=tp, message_bytes=activation_bytes)
+    if expert_tp is tp:  # the same group (one layout whose expert TP is its TP): the same collective
+        mlp_group_t, mlp_group_nic, mlp_group_b = attn_t, attn_nic, attn_b
+    else:
+        mlp_group_t, mlp_group_nic = collectives.placed_all_reduce_s(
+            group_size=expert_tp, stride=stride, message_bytes=activation_bytes, links=links
+        )
+        mlp_group_b = collectives.all_reduce_bytes(group_size=expert_tp, message_bytes=activation_bytes)
     mlp_t = (1.0 - moe_share) * attn_t + moe_share * mlp_group_t
     mlp_nic = (1.0 - moe_share) * attn_nic + moe_share * mlp_group_nic
-    attn_b = collectives.all_reduce_bytes(group_size=tp, message_bytes=activation_bytes)
-    mlp_b = (1.0 - moe_share) * attn_b + moe_share * collectives.all_reduce_bytes(
-        group_size=expert_tp, message_bytes=activation_bytes
-    )
+    mlp_b = (1.0 - moe_share) * attn_b + moe_share * mlp_group_b
     per_layer_b = per_half * (attn_b + mlp_b)
     count = microbatches * per_half
     return Exchange(

@@ -15,6 +15,8 @@ checkpoint figures do not depend on the layout and are broadcast for uniformity.
 from __future__ import annotations
 
 import math
+import operator
+import pickle
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -34,7 +36,9 @@ SECONDS_PER_HOUR = 3600.0
 HOURS_PER_DAY = 24.0
 
 
-@dataclass(frozen=True)
+# Not frozen: a frozen dataclass of 38 fields costs several microseconds to build (one object.__setattr__
+# per field), paid by every report; slots keep the fields fixed and their reads fast.
+@dataclass(slots=True)
 class LedgerInputs:
     # per-layout quantities: float or numpy float64 arrays, broadcastable together
     step_s: Num
@@ -192,12 +196,8 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
     node MTBF 4,285.71 h, cluster 66.96 h, checkpoint 988.4 GB written in 141.2 s, interval 2.27 h (daly)
     or 2.29 h (young).
     """
-    _validate(inp)
-    assumptions: list[dict[str, Any]] = []
+    assumptions = _checked_assumptions(inp)
     warnings: list[str] = []
-
-    def note(key: str, value: object, unit: str, source: str) -> None:
-        assumptions.append({"key": key, "value": value, "unit": unit, "source": source})
 
     # One layout (python scalars) runs on python floats, the way the step engine runs a batch of one: the
     # same IEEE-754 operations as on 0-d arrays, so the same bits, without numpy's per-operation overhead.
@@ -218,16 +218,21 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
         shape = np.broadcast_shapes(step_s.shape, busy.shape, tokens_per_step.shape)
         scalar = shape == ()
 
-    def out(value: Num) -> Num:
-        if scalar:
+    if scalar:
+
+        def out(value: Num) -> Num:
             number = float(value)
-            if not math.isfinite(number):
-                raise SolverInternalError("the ledger produced a non-finite number")
-            return number
-        array = np.broadcast_to(np.asarray(value, dtype=np.float64), shape)
-        if not np.isfinite(array).all():
+            if number - number == 0.0:  # finite (inf - inf and NaN - NaN are NaN)
+                return number
             raise SolverInternalError("the ledger produced a non-finite number")
-        return array.copy()
+
+    else:
+
+        def out(value: Num) -> Num:
+            array = np.broadcast_to(np.asarray(value, dtype=np.float64), shape)
+            if not np.isfinite(array).all():
+                raise SolverInternalError("the ledger produced a non-finite number")
+            return array.copy()
 
     # --- reliability -------------------------------------------------------------------------------------
     nodes = math.ceil(inp.gpus / inp.gpus_per_node)
@@ -242,71 +247,30 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
     )
     node_series_mtbf_h = rel.cluster_mtbf_h(node_mtbf_h=node_mtbf_h, nodes=nodes)
     gpu_only_mtbf_h = rel.gpu_only_cluster_mtbf_h(gpu_mttf_h=inp.gpu_mttf_h, gpus=inp.gpus)
-    if inp.mtbf_convention == "node_series":
-        cluster_mtbf_h = node_series_mtbf_h
-        note(
-            "reliability.mtbf_convention",
-            "node_series",
-            "",
-            f"node MTBF = 1/({inp.gpus_per_node}/{inp.gpu_mttf_h:g} + {inp.nics_per_node}/{inp.nic_mttf_h:g} + "
-            f"{inp.psus_per_node}/{inp.psu_mttf_h:g}"
-            + "".join(f" + 1/{m:g}" for m in inp.other_mttf_h)
-            + f") h, cluster MTBF = node MTBF / {nodes} nodes (components in series; seed 000 §3)",
-        )
-    else:
-        cluster_mtbf_h = gpu_only_mtbf_h
-        note(
-            "reliability.mtbf_convention",
-            "gpu_only",
-            "",
-            "cluster MTBF = GPU MTTF / GPUs: only GPUs fail (mlsysim tutorial 06 text, seed 000 §3); NICs, "
-            "PSUs and other parts are ignored, so this MTBF is optimistic",
-        )
+    cluster_mtbf_h = node_series_mtbf_h if inp.mtbf_convention == "node_series" else gpu_only_mtbf_h
     mtbf_s = cluster_mtbf_h * SECONDS_PER_HOUR
 
     bytes_per_param = ckpt.checkpoint_bytes_per_param(optimizer=inp.optimizer, precision=inp.precision)
     checkpoint_bytes = ckpt.checkpoint_bytes(
         params=inp.params, optimizer=inp.optimizer, precision=inp.precision
     )
-    note("checkpoint.bytes_per_param", bytes_per_param, "B", ckpt.BYTES_PER_PARAM_NOTE)
-    if inp.checkpoint_writers is None:
-        writers = ckpt.default_checkpoint_writers(nodes=nodes)
-        note(
-            "checkpoint.writers",
-            writers,
-            "",
-            "one writer per node (default): every node writes its own shard of a sharded checkpoint "
-            "(PyTorch DCP, Megatron dist-ckpt); the file-system cap bounds the aggregate",
-        )
-    else:
-        writers = inp.checkpoint_writers
-        note("checkpoint.writers", writers, "", "training.checkpoint.writers as given")
+    writers = (
+        ckpt.default_checkpoint_writers(nodes=nodes)
+        if inp.checkpoint_writers is None
+        else inp.checkpoint_writers
+    )
     write_gb_s = ckpt.checkpoint_write_bandwidth_gb_s(
         writers=writers, per_writer_gb_s=inp.storage_per_writer_gb_s, storage_cap_gb_s=inp.storage_write_gb_s
     )
     write_s = checkpoint_bytes / (write_gb_s * 1e9)
-    note(
-        "checkpoint.write_bandwidth_gb_s",
-        write_gb_s,
-        "GB/s",
-        f"min({writers} writers x {inp.storage_per_writer_gb_s:g} GB/s, file-system cap "
-        f"{inp.storage_write_gb_s:g} GB/s) (mlsysim CheckpointModel, seed 000 §3.2)",
-    )
 
     optimum_s = ckpt.optimal_interval_s(method=inp.interval_method, checkpoint_write_s=write_s, mtbf_s=mtbf_s)
     if inp.checkpoint_interval_h is None:
         interval_s = optimum_s
         method_label = inp.interval_method
-        note(
-            "checkpoint.interval_method",
-            inp.interval_method,
-            "",
-            _INTERVAL_SOURCES[inp.interval_method] + "; evaluated on the real write time C, not a default",
-        )
     else:
         interval_s = inp.checkpoint_interval_h * SECONDS_PER_HOUR
         method_label = "fixed"
-        note("checkpoint.interval_method", "fixed", "", "training.checkpoint.interval_h as given")
         if interval_s < 0.5 * optimum_s or interval_s > 2.0 * optimum_s:
             warnings.append(
                 f"checkpoint interval {inp.checkpoint_interval_h:g} h is outside 0.5x-2x of the "
@@ -321,7 +285,6 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
         restart_s=inp.restart_s,
         mtbf_s=mtbf_s,
     )
-    note("reliability.goodput_ledger", inp.goodput_ledger, "", _LEDGER_SOURCES[inp.goodput_ledger])
     if shares.floored:
         warnings.append(
             f"goodput under the {inp.goodput_ledger} ledger is not positive (checkpoint writes and "
@@ -341,12 +304,6 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
         tokens = steps * tokens_per_step
         ideal_s = steps * step_s
         wall_s = ideal_s / shares.goodput
-        note(
-            "schedule.duration",
-            "total_tokens",
-            "",
-            "wall-clock = ceil(total_tokens / tokens per step) x step time / goodput",
-        )
         if inp.job_days is not None:
             window_days = inp.job_days
             longest_days = float(wall_s if scalar else np.max(wall_s)) / SECONDS_PER_HOUR / HOURS_PER_DAY
@@ -359,23 +316,10 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
         if inp.job_days is not None:
             mode = "job_days"
             window_days = inp.job_days
-            note(
-                "schedule.duration",
-                "job_days",
-                "days",
-                "tokens delivered by economics.job_days of wall-clock",
-            )
         else:
             mode = "default_window"
             window = DEFAULTS["economics.window_days"]
             window_days = float(window.value)  # type: ignore[arg-type]
-            note(
-                "schedule.duration",
-                window_days,
-                "days",
-                "neither training.total_tokens nor economics.job_days given: time-based figures use a "
-                f"{window_days:g}-day window ({window.source})",
-            )
         window_s = window_days * HOURS_PER_DAY * SECONDS_PER_HOUR
         wall_s = window_s if scalar else np.full(shape, window_s)
         ideal_s = wall_s * shares.goodput
@@ -404,14 +348,6 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
         stalled_h=stalled_h,
     )
     facility_kwh = sus.facility_energy_kwh(it_kwh=it_kwh, pue=inp.pue)
-    note(
-        "energy.power_model",
-        inp.idle_fraction,
-        "fraction of TDP",
-        "GPU power = TDP x (idle_fraction + (1 - idle_fraction) x gpu_busy_fraction) while stepping (useful "
-        "work and rework), TDP x idle_fraction during checkpoint writes and restarts, plus "
-        f"{inp.host_w_per_node:g} W per node for hosts over the whole wall-clock time; facility = IT x PUE",
-    )
     operational = sus.operational_carbon_kgco2e(
         facility_kwh=facility_kwh, grid_gco2_per_kwh=inp.grid_gco2_per_kwh
     )
@@ -422,26 +358,6 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
         lifetime_years=inp.embodied_lifetime_years,
     )
     water = sus.water_l(it_kwh=it_kwh, wue_l_per_kwh=inp.wue_l_per_kwh)
-    note(
-        "carbon.embodied_amortisation",
-        inp.embodied_lifetime_years,
-        "years",
-        "accelerator embodied carbon amortised straight-line over its service life and charged for the "
-        "job's wall-clock time only (Gupta et al., ACT, ISCA 2022 §3); hosts, network and building excluded",
-    )
-    note(
-        "carbon.operational_basis",
-        inp.grid_gco2_per_kwh,
-        "gCO2e/kWh",
-        "location-based: facility kWh x grid intensity (GHG Protocol Scope 2 Guidance 2015)",
-    )
-    note(
-        "water.wue_basis",
-        "it_energy",
-        "",
-        "water = WUE x IT energy: The Green Grid WP#35 defines WUE per kWh of IT equipment energy "
-        "(mlsysim multiplies facility energy, i.e. x PUE more)",
-    )
 
     # --- TCO ---------------------------------------------------------------------------------------------
     capex_total = econ.capex_total_usd(
@@ -457,35 +373,9 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
     total = capex + maintenance + electricity
     per_mtok = econ.usd_per_million_tokens(total_usd=total, tokens=tokens)
     failure_share = shares.rework + shares.restarts
-    note(
-        "tco.capex_amortisation",
-        inp.amortization_years,
-        "years",
-        f"capex = unit price x {inp.gpus} GPUs x infra multiplier {inp.infra_multiplier:g}, straight-line over "
-        "amortization_years, charged for the wall-clock days / 365 (mlsysim EconomicsModel, seed 000 §5)",
-    )
-    note(
-        "tco.maintenance_basis",
-        inp.maintenance_per_year,
-        "fraction of capex per year",
-        "maintenance = full capex (with infra multiplier) x rate x days / 365 (mlsysim EconomicsModel)",
-    )
-    note(
-        "tco.failure_cost_basis",
-        "time_share",
-        "",
-        "failure_cost_usd = total x (rework + restarts) / wall-clock: the bill of the time failures take; "
-        "checkpoint_cost_usd likewise for checkpoint writes",
-    )
     cloud: Num | None = None
     if inp.cloud_usd_per_gpu_hour is not None:
         cloud = econ.cloud_usd(gpus=inp.gpus, duration_h=wall_h, usd_per_gpu_hour=inp.cloud_usd_per_gpu_hour)
-        note(
-            "tco.cloud_basis",
-            inp.cloud_usd_per_gpu_hour,
-            "USD/GPU-h",
-            "cloud alternative = GPUs x the same wall-clock hours x $/GPU-hour",
-        )
 
     reliability = {
         "nodes": nodes,
@@ -554,6 +444,193 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
         assumptions=assumptions,
         warnings=warnings,
     )
+
+
+# The assumptions of a ledger depend on its scenario inputs only, never on the step: they are formatted once
+# per distinct input set and each result gets fresh copies. A set of inputs is stored only after it passed
+# ``_validate``, so a hit leaves only the three per-layout values to check. The key is the pickle of every
+# scenario field (pickle tells 1, 1.0, True and -0.0 apart, so a hit means the very same values).
+_SCENARIO_FIELDS: tuple[str, ...] = tuple(
+    name
+    for name in LedgerInputs.__dataclass_fields__
+    if name not in ("step_s", "gpu_busy_fraction", "tokens_per_step")
+)
+_scenario_values = operator.attrgetter(*_SCENARIO_FIELDS)
+_NOTES_CACHE_MAX = 1024
+_NOTES_CACHE: dict[bytes, tuple[dict[str, Any], ...]] = {}
+
+
+def _checked_assumptions(inp: LedgerInputs) -> list[dict[str, Any]]:
+    """Validate ``inp`` (``ScenarioError`` naming the fields) and return its assumptions (fresh dicts)."""
+    key = pickle.dumps(_scenario_values(inp), protocol=pickle.HIGHEST_PROTOCOL)
+    notes = _NOTES_CACHE.get(key)
+    if notes is None:
+        _validate(inp)
+        notes = tuple(_ledger_notes(inp))
+        if len(_NOTES_CACHE) >= _NOTES_CACHE_MAX:
+            _NOTES_CACHE.clear()
+        _NOTES_CACHE[key] = notes
+    elif not _valid_step(inp):
+        _validate(inp)  # names the broken per-layout value, or passes arrays that are valid
+    return list(map(dict.copy, notes))
+
+
+def _valid_step(inp: LedgerInputs) -> bool:
+    """True when the three per-layout values are python numbers within their rules (``_validate``'s)."""
+    step_s, busy, tokens = inp.step_s, inp.gpu_busy_fraction, inp.tokens_per_step
+    return bool(
+        type(step_s) in _SCALARS
+        and type(busy) in _SCALARS
+        and type(tokens) in _SCALARS
+        and math.isfinite(step_s)
+        and math.isfinite(busy)
+        and math.isfinite(tokens)
+        and step_s > 0
+        and 0 <= busy <= 1
+        and tokens > 0
+    )
+
+
+def _ledger_notes(inp: LedgerInputs) -> list[dict[str, Any]]:
+    """The conventions and inputs ``compute_ledger`` used, in the order of the report's ``assumptions``."""
+    notes: list[dict[str, Any]] = []
+
+    def note(key: str, value: object, unit: str, source: str) -> None:
+        notes.append({"key": key, "value": value, "unit": unit, "source": source})
+
+    nodes = math.ceil(inp.gpus / inp.gpus_per_node)
+    if inp.mtbf_convention == "node_series":
+        note(
+            "reliability.mtbf_convention",
+            "node_series",
+            "",
+            f"node MTBF = 1/({inp.gpus_per_node}/{inp.gpu_mttf_h:g} + {inp.nics_per_node}/{inp.nic_mttf_h:g} + "
+            f"{inp.psus_per_node}/{inp.psu_mttf_h:g}"
+            + "".join(f" + 1/{m:g}" for m in inp.other_mttf_h)
+            + f") h, cluster MTBF = node MTBF / {nodes} nodes (components in series; seed 000 §3)",
+        )
+    else:
+        note(
+            "reliability.mtbf_convention",
+            "gpu_only",
+            "",
+            "cluster MTBF = GPU MTTF / GPUs: only GPUs fail (mlsysim tutorial 06 text, seed 000 §3); NICs, "
+            "PSUs and other parts are ignored, so this MTBF is optimistic",
+        )
+    bytes_per_param = ckpt.checkpoint_bytes_per_param(optimizer=inp.optimizer, precision=inp.precision)
+    note("checkpoint.bytes_per_param", bytes_per_param, "B", ckpt.BYTES_PER_PARAM_NOTE)
+    if inp.checkpoint_writers is None:
+        writers = ckpt.default_checkpoint_writers(nodes=nodes)
+        note(
+            "checkpoint.writers",
+            writers,
+            "",
+            "one writer per node (default): every node writes its own shard of a sharded checkpoint "
+            "(PyTorch DCP, Megatron dist-ckpt); the file-system cap bounds the aggregate",
+        )
+    else:
+        writers = inp.checkpoint_writers
+        note("checkpoint.writers", writers, "", "training.checkpoint.writers as given")
+    write_gb_s = ckpt.checkpoint_write_bandwidth_gb_s(
+        writers=writers, per_writer_gb_s=inp.storage_per_writer_gb_s, storage_cap_gb_s=inp.storage_write_gb_s
+    )
+    note(
+        "checkpoint.write_bandwidth_gb_s",
+        write_gb_s,
+        "GB/s",
+        f"min({writers} writers x {inp.storage_per_writer_gb_s:g} GB/s, file-system cap "
+        f"{inp.storage_write_gb_s:g} GB/s) (mlsysim CheckpointModel, seed 000 §3.2)",
+    )
+    if inp.checkpoint_interval_h is None:
+        note(
+            "checkpoint.interval_method",
+            inp.interval_method,
+            "",
+            _INTERVAL_SOURCES[inp.interval_method] + "; evaluated on the real write time C, not a default",
+        )
+    else:
+        note("checkpoint.interval_method", "fixed", "", "training.checkpoint.interval_h as given")
+    note("reliability.goodput_ledger", inp.goodput_ledger, "", _LEDGER_SOURCES[inp.goodput_ledger])
+    if inp.total_tokens is not None:
+        note(
+            "schedule.duration",
+            "total_tokens",
+            "",
+            "wall-clock = ceil(total_tokens / tokens per step) x step time / goodput",
+        )
+    elif inp.job_days is not None:
+        note(
+            "schedule.duration",
+            "job_days",
+            "days",
+            "tokens delivered by economics.job_days of wall-clock",
+        )
+    else:
+        window = DEFAULTS["economics.window_days"]
+        window_days = float(window.value)  # type: ignore[arg-type]
+        note(
+            "schedule.duration",
+            window_days,
+            "days",
+            "neither training.total_tokens nor economics.job_days given: time-based figures use a "
+            f"{window_days:g}-day window ({window.source})",
+        )
+    note(
+        "energy.power_model",
+        inp.idle_fraction,
+        "fraction of TDP",
+        "GPU power = TDP x (idle_fraction + (1 - idle_fraction) x gpu_busy_fraction) while stepping (useful "
+        "work and rework), TDP x idle_fraction during checkpoint writes and restarts, plus "
+        f"{inp.host_w_per_node:g} W per node for hosts over the whole wall-clock time; facility = IT x PUE",
+    )
+    note(
+        "carbon.embodied_amortisation",
+        inp.embodied_lifetime_years,
+        "years",
+        "accelerator embodied carbon amortised straight-line over its service life and charged for the "
+        "job's wall-clock time only (Gupta et al., ACT, ISCA 2022 §3); hosts, network and building excluded",
+    )
+    note(
+        "carbon.operational_basis",
+        inp.grid_gco2_per_kwh,
+        "gCO2e/kWh",
+        "location-based: facility kWh x grid intensity (GHG Protocol Scope 2 Guidance 2015)",
+    )
+    note(
+        "water.wue_basis",
+        "it_energy",
+        "",
+        "water = WUE x IT energy: The Green Grid WP#35 defines WUE per kWh of IT equipment energy "
+        "(mlsysim multiplies facility energy, i.e. x PUE more)",
+    )
+    note(
+        "tco.capex_amortisation",
+        inp.amortization_years,
+        "years",
+        f"capex = unit price x {inp.gpus} GPUs x infra multiplier {inp.infra_multiplier:g}, straight-line over "
+        "amortization_years, charged for the wall-clock days / 365 (mlsysim EconomicsModel, seed 000 §5)",
+    )
+    note(
+        "tco.maintenance_basis",
+        inp.maintenance_per_year,
+        "fraction of capex per year",
+        "maintenance = full capex (with infra multiplier) x rate x days / 365 (mlsysim EconomicsModel)",
+    )
+    note(
+        "tco.failure_cost_basis",
+        "time_share",
+        "",
+        "failure_cost_usd = total x (rework + restarts) / wall-clock: the bill of the time failures take; "
+        "checkpoint_cost_usd likewise for checkpoint writes",
+    )
+    if inp.cloud_usd_per_gpu_hour is not None:
+        note(
+            "tco.cloud_basis",
+            inp.cloud_usd_per_gpu_hour,
+            "USD/GPU-h",
+            "cloud alternative = GPUs x the same wall-clock hours x $/GPU-hour",
+        )
+    return notes
 
 
 _SCALARS = (float, int)

@@ -19,8 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from solvers import engine
 from solvers.canonical import canonical_hash
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
+from solvers.ledger import LedgerInputs, compute_ledger
+from solvers.plain import all_plain_finite
 from solvers.schema import SCHEMA_VERSION, Resolved, layout_from_batch, resolve
 from solvers.specs import LayoutBatch
 
@@ -63,8 +66,6 @@ def _pick_layout(resolved: Resolved) -> tuple[LayoutBatch, Any, int, dict[str, A
     ``solvers.search`` enumerates and evaluates every candidate with the same vectorised engine and the
     fastest layout that fits in memory is reported; the summary counts rejections by rule.
     """
-    from solvers import engine
-
     model, cluster, training = resolved.model, resolved.cluster, resolved.training
     if not resolved.layout_auto:
         row, reason = engine.evaluate_one(
@@ -91,8 +92,6 @@ def _pick_layout(resolved: Resolved) -> tuple[LayoutBatch, Any, int, dict[str, A
 
 
 def _ledger(resolved: Resolved, row: Mapping[str, Any]) -> Any:
-    from solvers.ledger import LedgerInputs, compute_ledger
-
     inputs = LedgerInputs(
         step_s=float(row["step_s"]),
         gpu_busy_fraction=float(row["gpu_busy_fraction"]),
@@ -136,7 +135,11 @@ def compose_report(
     ledger: Any,
     search: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The report document from a resolved scenario, one engine row and its ledger result."""
+    """The report document from a resolved scenario, one engine row and its ledger result.
+
+    ``row`` holds python scalars (``evaluate_one`` or ``StepColumns.row``); anything else in the engine's
+    blocks is caught and converted by ``_checked``.
+    """
 
     warnings = list(resolved.warnings)
     fits = bool(row["fits"])
@@ -176,32 +179,32 @@ def compose_report(
             "grad_reduce_dtype": layout["grad_reduce_dtype"],
         },
         "step": {
-            "model_flops_per_token": float(row["model_flops_per_token"]),
-            "compute_s": float(row["compute_s"]),
-            "comm_s": {d: float(row[key]) for d, key in _COMM_KEYS},
-            "exposed_comm_s": {d: float(row[key]) for d, key in _EXPOSED_KEYS},
-            "bubble_s": float(row["bubble_s"]),
-            "bubble_fraction": float(row["bubble_fraction"]),
-            "step_s": float(row["step_s"]),
-            "tokens_per_s": float(row["tokens_per_s"]),
-            "mfu": float(row["mfu"]),
-            "mfu_bf16": float(row["mfu_bf16"]),
-            "hfu": float(row["hfu"]),
-            "gpu_busy_fraction": float(row["gpu_busy_fraction"]),
+            "model_flops_per_token": row["model_flops_per_token"],
+            "compute_s": row["compute_s"],
+            "comm_s": {d: row[key] for d, key in _COMM_KEYS},
+            "exposed_comm_s": {d: row[key] for d, key in _EXPOSED_KEYS},
+            "bubble_s": row["bubble_s"],
+            "bubble_fraction": row["bubble_fraction"],
+            "step_s": row["step_s"],
+            "tokens_per_s": row["tokens_per_s"],
+            "mfu": row["mfu"],
+            "mfu_bf16": row["mfu_bf16"],
+            "hfu": row["hfu"],
+            "gpu_busy_fraction": row["gpu_busy_fraction"],
             "roofline_bound": roofline,
         },
         "traffic": {
-            "bytes_per_gpu": {d: float(row[key]) for d, key in _BYTES_KEYS},
-            "nic_duty_cycle": float(row["nic_duty_cycle"]),
-            "burst_bytes": float(row["burst_bytes"]),
+            "bytes_per_gpu": {d: row[key] for d, key in _BYTES_KEYS},
+            "nic_duty_cycle": row["nic_duty_cycle"],
+            "burst_bytes": row["burst_bytes"],
         },
         "memory": {
-            "weights_bytes": float(row["weights_bytes"]),
-            "grads_bytes": float(row["grads_bytes"]),
-            "optimizer_bytes": float(row["optimizer_bytes"]),
-            "activations_bytes": float(row["activations_bytes"]),
-            "total_bytes": float(row["total_bytes"]),
-            "capacity_bytes": float(row["capacity_bytes"]),
+            "weights_bytes": row["weights_bytes"],
+            "grads_bytes": row["grads_bytes"],
+            "optimizer_bytes": row["optimizer_bytes"],
+            "activations_bytes": row["activations_bytes"],
+            "total_bytes": row["total_bytes"],
+            "capacity_bytes": row["capacity_bytes"],
             "fits": fits,
         },
         "reliability": dict(ledger.reliability),
@@ -215,50 +218,25 @@ def compose_report(
     }
     if search is not None:
         report["search"] = dict(search)
-    return _checked(report)
+    return _checked(report, len(resolved.assumptions))
 
 
-_NUMERIC_BLOCKS = ("step", "traffic", "memory", "reliability", "schedule", "energy", "carbon", "tco")
+# The engine's blocks. The ledger's (reliability, schedule, energy, carbon, tco) are not walked again:
+# compute_ledger passes every number through its own finite-float check and the rest are its labels.
+_NUMERIC_BLOCKS = ("step", "traffic", "memory")
 
 
-_PLAIN_LEAVES = (str, int, bool, type(None))
-_ISFINITE = math.isfinite
-
-
-def _all_plain_finite(value: Any) -> bool:
-    """True when ``value`` holds only dicts, lists, strings, ints, bools, None and finite floats."""
-    kind = type(value)
-    if kind is dict:
-        items = value.values()
-    elif kind is list or kind is tuple:
-        items = value
-    elif kind is float:
-        return _ISFINITE(value)
-    else:
-        return kind in _PLAIN_LEAVES
-    for item in items:
-        kind = type(item)
-        if kind is float:
-            if not _ISFINITE(item):
-                return False
-        elif kind is dict or kind is list or kind is tuple:
-            if not _all_plain_finite(item):
-                return False
-        elif kind not in _PLAIN_LEAVES:
-            return False
-    return True
-
-
-def _checked(report: dict[str, Any]) -> dict[str, Any]:
+def _checked(report: dict[str, Any], resolved_notes: int) -> dict[str, Any]:
     """``report`` unchanged when its computed blocks and assumption values are plain finite JSON values;
     otherwise the slow walk converts numpy scalars and names the first non-finite field
     (``SolverInternalError``).
 
-    The scenario block is not walked: ``resolve`` already refused every non-finite input.
+    The scenario block and the first ``resolved_notes`` assumptions (those of ``resolve``) are not walked:
+    ``resolve`` refused every non-finite input and checked its own assumptions once.
     """
     blocks = [report[block] for block in _NUMERIC_BLOCKS]
-    blocks.append([a["value"] for a in report["assumptions"]])
-    if _all_plain_finite(blocks):
+    blocks.append([a["value"] for a in report["assumptions"][resolved_notes:]])
+    if all_plain_finite(blocks):
         return report
     return _plain_checked(report, "")
 

@@ -23,16 +23,18 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import pickle
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
 from solvers import catalog
 from solvers.canonical import canonical_json
-from solvers.errors import FieldError, ScenarioError
+from solvers.errors import FieldError, ScenarioError, SolverInternalError
 from solvers.ledger_defaults import DEFAULTS, GOODPUT_LEDGERS, INTERVAL_METHODS, MTBF_CONVENTIONS
+from solvers.plain import all_plain_finite
 from solvers.specs import (
     GRAD_REDUCE_DTYPES,
     OPTIMIZERS,
@@ -1672,7 +1674,116 @@ def resolve(document: Any) -> Resolved:
     Layout rules that need the engine (batch divisibility, ep, heads, experts) are checked by
     ``solvers.engine.check_layouts`` in ``solvers.report.solve``; this function checks types, limits, catalog
     keys, the GPU count split (tp*cp*pp divides gpus) and the batch's multiple of the sequence length.
+
+    A document seen before (the same content, types included) is not parsed again: see ``_RESOLVED_CACHE``.
     """
+    key = _document_key(document)
+    if key is not None:
+        hit = _RESOLVED_CACHE.get(key)
+        if hit is not None:
+            return _from_cache(hit)
+    resolved = _resolve(document)
+    if key is not None:
+        if len(_RESOLVED_CACHE) >= _RESOLVED_CACHE_MAX:
+            _RESOLVED_CACHE.clear()
+        _RESOLVED_CACHE[key] = _to_cache(resolved)
+    return resolved
+
+
+_CopyPlan = tuple[bool, list[tuple[Any, Any]]]
+
+# ------------------------------------------------------------------------------------------------------------
+# resolved documents, cached by content
+# ------------------------------------------------------------------------------------------------------------
+
+# A scenario resolves to the same specs, document, assumptions and warnings every time: resolution is a pure
+# function of the document's content and the built-in catalog. Plans are re-solved far more often than they
+# are edited (every price book, every comparison), so a resolved document is kept, keyed by the pickle of the
+# document (pickle tells 1, 1.0 and true apart, and str from int keys, so equal keys mean equal content of
+# equal types; a reordered document is merely a miss). The immutable parts (frozen specs, read-only layout
+# arrays, strings and numbers) are shared; every dict and list (document, ledger fields, assumptions,
+# warnings) is copied on each hit, so a caller that edits its report cannot change the next one. Documents
+# with errors raise before they are stored.
+_RESOLVED_CACHE_MAX = 1024
+_RESOLVED_CACHE: dict[bytes, tuple[Resolved, _CopyPlan, _CopyPlan, _CopyPlan]] = {}
+_LAYOUT_FIELD_NAMES = tuple(f.name for f in fields(LayoutBatch))
+
+
+def _document_key(document: Any) -> bytes | None:
+    """The cache key of a scenario document, or None when it cannot be pickled (it is then not cached)."""
+    try:
+        return pickle.dumps(document, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # anything unpicklable is simply resolved without the cache
+        return None
+
+
+def _copy_plan(value: Any) -> _CopyPlan:
+    """How to copy ``value`` (a dict or list) so that every dict and list in it is fresh.
+
+    ``(each, nested)``: ``each`` is True for a list made only of dicts, copied all at once (the assumptions
+    list); ``nested`` lists ``(key or index, plan or None)`` for the items that hold containers themselves,
+    None marking a container with no containers inside (one shallow copy makes it fresh).
+    """
+    items = list(value.items() if type(value) is dict else enumerate(value))
+    each = type(value) is list and bool(value) and all(type(item) is dict for item in value)
+    nested = []
+    for key, item in items:
+        if type(item) is dict or type(item) is list:
+            inner = _copy_plan(item)
+            if inner[1] or not each:
+                nested.append((key, inner if inner[1] else None))
+    return each, nested
+
+
+def _copy_with(value: Any, plan: _CopyPlan) -> Any:
+    """A copy of ``value`` with every dict and list in it fresh (``plan`` from ``_copy_plan(value)``)."""
+    each, nested = plan
+    out = list(map(dict.copy, value)) if each else value.copy()
+    for key, inner in nested:
+        item = value[key]
+        out[key] = item.copy() if inner is None else _copy_with(item, inner)
+    return out
+
+
+def _to_cache(resolved: Resolved) -> tuple[Resolved, _CopyPlan, _CopyPlan, _CopyPlan]:
+    for name in _LAYOUT_FIELD_NAMES:
+        getattr(resolved.layouts, name).flags.writeable = False
+    # The cache keeps its own copies: the caller owns (and may edit) the Resolved it was handed.
+    document = _copy_with(resolved.document, _copy_plan(resolved.document))
+    assumptions = _copy_with(resolved.assumptions, _copy_plan(resolved.assumptions))
+    ledger_fields = _copy_with(resolved.ledger_fields, _copy_plan(resolved.ledger_fields))
+    kept = Resolved(
+        document=document,
+        model=resolved.model,
+        cluster=resolved.cluster,
+        training=resolved.training,
+        layouts=resolved.layouts,
+        layout_auto=resolved.layout_auto,
+        ledger_fields=ledger_fields,
+        assumptions=assumptions,
+        warnings=list(resolved.warnings),
+        input_hash=resolved.input_hash,
+    )
+    return kept, _copy_plan(document), _copy_plan(assumptions), _copy_plan(ledger_fields)
+
+
+def _from_cache(hit: tuple[Resolved, _CopyPlan, _CopyPlan, _CopyPlan]) -> Resolved:
+    kept, document_plan, assumptions_plan, ledger_plan = hit
+    return Resolved(
+        document=_copy_with(kept.document, document_plan),
+        model=kept.model,
+        cluster=kept.cluster,
+        training=kept.training,
+        layouts=kept.layouts,
+        layout_auto=kept.layout_auto,
+        ledger_fields=_copy_with(kept.ledger_fields, ledger_plan),
+        assumptions=_copy_with(kept.assumptions, assumptions_plan),
+        warnings=list(kept.warnings),
+        input_hash=kept.input_hash,
+    )
+
+
+def _resolve(document: Any) -> Resolved:
     r = _Reader()
     top = r.mapping(document, "", TOP_KEYS)
     if top is None:
@@ -1696,6 +1807,9 @@ def resolve(document: Any) -> Resolved:
     )
     if r.errors or model is None or cluster is None or site is None or economics is None or training is None:
         raise ScenarioError(r.errors)
+    # Checked here once, so that no report has to walk these again (solvers.report._checked).
+    if not all_plain_finite([a["value"] for a in r.assumptions]):
+        raise SolverInternalError("an assumption of the resolved scenario is not a plain finite value")
     train_spec, train_doc, layouts, auto, train_ledger = training
     document_out: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,

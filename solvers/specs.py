@@ -11,6 +11,8 @@ design-space search is the same engine over a batch of thousands (one code path,
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from functools import cached_property
+from types import SimpleNamespace
 from typing import Literal
 
 import numpy as np
@@ -145,6 +147,13 @@ class LayoutBatch:
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])
+
+    @cached_property
+    def single(self) -> SimpleNamespace:
+        """The only layout of a batch of one, as python ints and bools (kept: a batch never changes)."""
+        if len(self) != 1:
+            raise ValueError(f"a batch of {len(self)} layouts has no single layout")
+        return SimpleNamespace(**{f.name: getattr(self, f.name)[0].item() for f in fields(self)})
 
     def take(self, index: IntArray | slice) -> LayoutBatch:
         """The layouts at ``index`` (an integer array, or a slice: views, no copy)."""

@@ -1,0 +1,41 @@
+"""Is a JSON-like value plain (dicts, lists, str, int, bool, None and floats) and free of NaN and infinity?
+
+A report must hold only values ``json.dumps`` writes as standard JSON: python scalars (no numpy scalars) and
+finite floats. This walk is on the path of every report, so it is written for speed (exact type checks).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+_PLAIN_LEAVES = (str, int, bool, type(None))
+_ISFINITE = math.isfinite
+
+
+def all_plain_finite(value: Any) -> bool:
+    """True when ``value`` holds only dicts, lists, tuples, strings, ints, bools, None and finite floats.
+
+    Example: ``all_plain_finite({"a": [1.0, "x"]})`` is True; ``all_plain_finite([float("nan")])`` and
+    ``all_plain_finite([numpy.float32(1)])`` are False.
+    """
+    kind = type(value)
+    if kind is dict:
+        items = value.values()
+    elif kind is list or kind is tuple:
+        items = value
+    elif kind is float:
+        return _ISFINITE(value)
+    else:
+        return kind in _PLAIN_LEAVES
+    for item in items:
+        kind = type(item)
+        if kind is float:
+            if not _ISFINITE(item):
+                return False
+        elif kind is dict or kind is list or kind is tuple:
+            if not all_plain_finite(item):
+                return False
+        elif kind not in _PLAIN_LEAVES:
+            return False
+    return True

@@ -1,0 +1,104 @@
+"""What the solver keeps between calls never changes an answer.
+
+A scenario document is resolved once (``schema._RESOLVED_CACHE``), a ledger's assumptions are formatted once
+per input set (``ledger._NOTES_CACHE``) and a layout that passed the engine's rules with the same specs is not
+checked again. Each test compares a warm answer with a cold one, or a hit with input that only looks alike.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+import pytest
+
+from solvers import engine, ledger, schema, solve
+from solvers.errors import ScenarioError
+from solvers.ledger import compute_ledger
+from tests.solvers.test_ledger import make_inputs
+
+DOC: dict[str, Any] = {
+    "model": {"preset": "llama3-70b"},
+    "cluster": {"node": "dgx-h100", "gpus": 512},
+    "site": {"region": "quebec"},
+    "training": {"global_batch_seqs": 512, "layout": {"tp": 8, "pp": 1}},
+    "economics": {"job_days": 30},
+}
+
+
+def _cold_solve(doc: dict[str, Any]) -> dict[str, Any]:
+    schema._RESOLVED_CACHE.clear()
+    schema._PART_CACHE.clear()
+    ledger._NOTES_CACHE.clear()
+    return solve(copy.deepcopy(doc))
+
+
+def test_a_warm_report_equals_a_cold_one() -> None:
+    cold = _cold_solve(DOC)
+    warm = solve(copy.deepcopy(DOC))
+    again = solve(copy.deepcopy(DOC))
+    assert warm == cold == again
+
+
+def test_editing_a_report_leaves_the_next_one_alone() -> None:
+    cold = _cold_solve(DOC)
+    first = solve(DOC)
+    first["scenario"]["training"]["layout"]["tp"] = 1
+    first["scenario"]["cluster"]["reliability"]["other_mttf_h"].append(5.0)
+    first["scenario"]["model"]["layers"] = 3
+    for entry in first["assumptions"]:
+        entry["value"] = "edited"
+    first["reliability"]["lost_h"]["rework"] = -1.0
+    first["warnings"].append("edited")
+    second = solve(DOC)
+    assert second == cold
+
+
+def test_a_document_differing_only_in_types_is_not_a_hit() -> None:
+    solve(DOC)
+    as_true = copy.deepcopy(DOC)
+    as_true["training"]["layout"]["pp"] = True  # equal to 1 in python, not a layout value
+    with pytest.raises(ScenarioError) as info:
+        solve(as_true)
+    assert [e.path for e in info.value.errors] == ["training.layout.pp"]
+
+
+def test_a_rule_passed_for_one_cluster_is_checked_again_for_another() -> None:
+    resolved = schema.resolve(copy.deepcopy(DOC))
+    row, reason = engine.evaluate_one(
+        model=resolved.model, cluster=resolved.cluster, training=resolved.training, layouts=resolved.layouts
+    )
+    assert row is not None and reason is None
+    smaller = dataclasses.replace(resolved.cluster, gpus=256)  # tp*pp*dp no longer equals gpus
+    row, reason = engine.evaluate_one(
+        model=resolved.model, cluster=smaller, training=resolved.training, layouts=resolved.layouts
+    )
+    assert row is None and reason is not None and "must equal gpus" in reason
+
+
+def test_ledger_notes_hit_still_checks_the_step_values() -> None:
+    compute_ledger(make_inputs())
+    with pytest.raises(ScenarioError) as info:
+        compute_ledger(make_inputs(step_s=-1.0))
+    assert [e.path for e in info.value.errors] == ["step.step_s"]
+    with pytest.raises(ScenarioError) as info:
+        compute_ledger(make_inputs(gpu_busy_fraction=float("nan")))
+    assert [e.path for e in info.value.errors] == ["step.gpu_busy_fraction"]
+
+
+def test_ledger_inputs_equal_in_value_but_not_in_type_are_validated_again() -> None:
+    compute_ledger(make_inputs(gpus_per_node=1, gpus=1))
+    with pytest.raises(ScenarioError) as info:
+        compute_ledger(make_inputs(gpus_per_node=True, gpus=1))
+    assert "cluster.gpus_per_node" in [e.path for e in info.value.errors]
+
+
+def test_ledger_assumptions_are_fresh_for_every_result() -> None:
+    first = compute_ledger(make_inputs())
+    first.assumptions[0]["value"] = "edited"
+    first.assumptions.clear()
+    second = compute_ledger(make_inputs())
+    ledger._NOTES_CACHE.clear()
+    cold = compute_ledger(make_inputs())
+    assert second.assumptions == cold.assumptions and second.assumptions[0]["value"] != "edited"
