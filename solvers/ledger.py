@@ -29,6 +29,7 @@ from solvers import reliability as rel
 from solvers import sustainability as sus
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
 from solvers.ledger_defaults import DEFAULTS, GOODPUT_LEDGERS, INTERVAL_METHODS, MTBF_CONVENTIONS
+from solvers.plain import all_plain_finite
 
 Num: TypeAlias = float | npt.NDArray[np.float64]
 
@@ -467,6 +468,8 @@ def _checked_assumptions(inp: LedgerInputs) -> list[dict[str, Any]]:
     if notes is None:
         _validate(inp)
         notes = tuple(_ledger_notes(inp))
+        if not all_plain_finite([note["value"] for note in notes]):
+            raise SolverInternalError("a ledger assumption is not a plain finite value")
         if len(_NOTES_CACHE) >= _NOTES_CACHE_MAX:
             _NOTES_CACHE.clear()
         _NOTES_CACHE[key] = notes

@@ -218,7 +218,7 @@ def compose_report(
     }
     if search is not None:
         report["search"] = dict(search)
-    return _checked(report, len(resolved.assumptions))
+    return _checked(report)
 
 
 # The engine's blocks. The ledger's (reliability, schedule, energy, carbon, tco) are not walked again:
@@ -226,17 +226,16 @@ def compose_report(
 _NUMERIC_BLOCKS = ("step", "traffic", "memory")
 
 
-def _checked(report: dict[str, Any], resolved_notes: int) -> dict[str, Any]:
-    """``report`` unchanged when its computed blocks and assumption values are plain finite JSON values;
-    otherwise the slow walk converts numpy scalars and names the first non-finite field
-    (``SolverInternalError``).
+def _checked(report: dict[str, Any]) -> dict[str, Any]:
+    """``report`` unchanged when the engine's blocks hold plain finite JSON values; otherwise the slow walk
+    converts numpy scalars and names the first non-finite field (``SolverInternalError``).
 
-    The scenario block and the first ``resolved_notes`` assumptions (those of ``resolve``) are not walked:
-    ``resolve`` refused every non-finite input and checked its own assumptions once.
+    The rest was checked where it was made: ``resolve`` refused every non-finite input and checked its
+    assumptions once, the ledger passes every number through a finite-float check and checks its
+    assumptions once per set of inputs, and the step assumptions are accelerator peaks that ``resolve``
+    checked.
     """
-    blocks = [report[block] for block in _NUMERIC_BLOCKS]
-    blocks.append([a["value"] for a in report["assumptions"][resolved_notes:]])
-    if all_plain_finite(blocks):
+    if all_plain_finite([report[block] for block in _NUMERIC_BLOCKS]):
         return report
     return _plain_checked(report, "")
 

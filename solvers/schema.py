@@ -1704,7 +1704,7 @@ _CopyPlan = tuple[bool, list[tuple[Any, Any]]]
 # arrays, strings and numbers) are shared; every dict and list (document, ledger fields, assumptions,
 # warnings) is copied on each hit, so a caller that edits its report cannot change the next one. Documents
 # with errors raise before they are stored.
-_RESOLVED_CACHE_MAX = 1024
+_RESOLVED_CACHE_MAX = 256  # some 40 kB each in memory (document, assumptions, specs)
 _RESOLVED_CACHE: dict[bytes, tuple[Resolved, _CopyPlan, _CopyPlan, _CopyPlan]] = {}
 _LAYOUT_FIELD_NAMES = tuple(f.name for f in fields(LayoutBatch))
 
