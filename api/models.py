@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+if TYPE_CHECKING:
+    from django.contrib.auth.base_user import AbstractBaseUser
+
+    from scenarios.models import Team
 
 TOKEN_PREFIX = "pln_"
 # last_used_at is written at most this often per token, so that authenticating is not a write per request.
@@ -78,7 +84,12 @@ class ApiToken(models.Model):
 
     @classmethod
     def issue(
-        cls, *, user: models.Model, name: str, team: models.Model | None = None, expires_at: object = None
+        cls,
+        *,
+        user: AbstractBaseUser,
+        name: str,
+        team: Team | None = None,
+        expires_at: datetime | None = None,
     ) -> tuple[ApiToken, str]:
         """Create a token and return it with its secret; the secret is not stored and cannot be shown again."""
         raw = new_token_secret()

@@ -12,13 +12,20 @@ from functools import lru_cache
 
 import redis
 from django.conf import settings
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 KEY = "planner:heartbeats"
 
 
 @lru_cache(maxsize=1)
 def client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1.0, socket_connect_timeout=1.0)
+    # One immediate retry at most: /healthz must answer within about a second when the broker is down
+    # (redis-py's default of 3 retries with exponential backoff made it take ~4 s), and a heartbeat
+    # missed now is written again one period later.
+    return redis.Redis.from_url(
+        settings.REDIS_URL, socket_timeout=1.0, socket_connect_timeout=1.0, retry=Retry(NoBackoff(), 1)
+    )
 
 
 def write(name: str) -> None:

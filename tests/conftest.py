@@ -7,6 +7,7 @@ database (pytest-django's ``test_<name>``), so tests that use them need committe
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -33,6 +34,18 @@ def _celery_test_queue() -> Iterator[None]:
     app.conf.task_default_queue = TEST_QUEUE
     yield
     app.conf.task_default_queue = previous
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fast_password_hasher() -> Iterator[None]:
+    """Hash test users' passwords with MD5 instead of PBKDF2 (a million rounds, ~0.3 s a user on a busy
+    machine; the API personas alone made every API test spend ~2 s creating users). Login still checks the
+    password through the same hasher API. API tokens are unaffected: they are a single SHA-256 by design
+    (api/models.py), in tests as in production. Production settings are untouched."""
+    from django.test.utils import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
 
 
 def database_url_for_tests() -> str:
@@ -62,13 +75,22 @@ class WorkerProcess:
             self.process.wait(10)
 
     def stop(self, timeout_s: float = 20.0) -> None:
-        if self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
+        stop_all([self], timeout_s=timeout_s)
+
+
+def stop_all(workers: list[WorkerProcess], timeout_s: float = 20.0) -> None:
+    """Warm-shut down several workers at once (SIGTERM to each, then wait): a warm shutdown takes a second
+    or so (consumer, then the prefork pool), and the workers can wait it out together."""
+    running = [w for w in workers if w.process.poll() is None]
+    for worker in running:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(worker.process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    for worker in running:
         try:
-            self.process.wait(timeout_s)
+            worker.process.wait(max(deadline - time.monotonic(), 0.1))
         except subprocess.TimeoutExpired:
-            self.kill9()
+            worker.kill9()
 
 
 def start_worker(
@@ -82,8 +104,6 @@ def start_worker(
 ) -> WorkerProcess:
     """Start ``celery -A planner worker`` on the test database and wait until its heartbeat appears."""
     from django.conf import settings
-
-    from planner import heartbeat
 
     name = f"test-{uuid.uuid4().hex[:8]}@localhost"
     full_env = {
@@ -124,18 +144,33 @@ def start_worker(
         )
     worker = WorkerProcess(name=name, process=proc, log_path=log_path)
     if wait:
-        deadline = time.monotonic() + WORKER_START_TIMEOUT_S
-        while f"worker:{name}" not in heartbeat.alive("worker:"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                worker.stop()
-                raise RuntimeError(f"celery worker did not start:\n{worker.log()[-4000:]}")
-            time.sleep(0.1)
+        wait_until_ready(worker)
     return worker
+
+
+def wait_until_ready(*workers: WorkerProcess) -> None:
+    """Wait until every worker's heartbeat appears (workers started with ``wait=False`` boot in parallel)."""
+    from planner import heartbeat
+
+    deadline = time.monotonic() + WORKER_START_TIMEOUT_S
+    pending = list(workers)
+    while pending:
+        alive = set(heartbeat.alive("worker:"))
+        pending = [w for w in pending if f"worker:{w.name}" not in alive]
+        for worker in pending:
+            if worker.process.poll() is not None or time.monotonic() > deadline:
+                stop_all(list(workers))
+                raise RuntimeError(f"celery worker {worker.name} did not start:\n{worker.log()[-4000:]}")
+        if pending:
+            time.sleep(0.1)
 
 
 @pytest.fixture
 def worker_factory(transactional_db: None, tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
-    """Start as many real workers as a test needs; all are stopped at teardown."""
+    """Start as many real workers as a test needs; all are stopped at teardown (together).
+
+    ``worker_factory(wait=False)`` returns at once; pass the workers to ``wait_until_ready`` to let several
+    boot in parallel."""
     started: list[WorkerProcess] = []
 
     def factory(**kwargs: object) -> WorkerProcess:
@@ -144,8 +179,7 @@ def worker_factory(transactional_db: None, tmp_path: Path) -> Iterator[Callable[
         return worker
 
     yield factory
-    for worker in started:
-        worker.stop()
+    stop_all(started)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import Model, Q, QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -57,7 +58,7 @@ class ApiTokenViewSet(
         restricted_to = caller_token.team_id if isinstance(caller_token, ApiToken) else None
         if restricted_to is not None and (team is None or team.pk != restricted_to):
             raise PermissionDenied("A token restricted to one team can only create tokens for that team.")
-        user = cast(Model, request.user)  # IsAuthenticated: never the anonymous user here
+        user = cast(AbstractBaseUser, request.user)  # IsAuthenticated: never the anonymous user here
         active = ApiToken.objects.active().filter(user_id=user.pk).count()
         if active >= MAX_ACTIVE_TOKENS_PER_USER:
             raise serializers.ValidationError(

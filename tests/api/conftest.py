@@ -6,8 +6,9 @@ alice: admin of team "alpha"; carol: editor on alpha; bob: viewer on alpha; mall
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -60,3 +61,52 @@ def build_world() -> World:
 @pytest.fixture
 def world(db: None) -> World:
     return build_world()
+
+
+T = TypeVar("T")
+
+
+def shared_rows(django_db_blocker: Any, build: Callable[[], T]) -> Iterator[T]:
+    """Rows built once for a whole module, for module-scoped fixtures of non-transactional tests.
+
+    ``build`` runs inside a transaction that stays open until the module ends and is then rolled back, so
+    nothing is ever committed. Each test's own transaction (pytest-django's ``db``) nests inside it as a
+    savepoint and is rolled back to it, so every test starts from exactly the rows ``build`` made, as if
+    they had been built for it alone. Not for ``transactional_db`` tests (they commit and flush)."""
+    from django.db import connection, transaction
+
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            rows = build()
+        except BaseException:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+            raise
+    try:
+        yield rows
+    finally:
+        with django_db_blocker.unblock():
+            assert connection.in_atomic_block, "the module's transaction was closed by a test"
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+
+
+def with_fresh_clients(world: World) -> World:
+    """The same users and tokens with new API clients (no cookies or credentials carried between tests)."""
+
+    def fresh(persona: Persona) -> Persona:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {persona.token}")
+        return replace(persona, client=client)
+
+    return replace(
+        world,
+        alice=fresh(world.alice),
+        carol=fresh(world.carol),
+        bob=fresh(world.bob),
+        mallory=fresh(world.mallory),
+        nobody=fresh(world.nobody),
+        anonymous=APIClient(),
+    )

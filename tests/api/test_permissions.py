@@ -9,7 +9,7 @@ Role checks within the team (viewer reads, editor writes, admin manages members 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ from django.contrib.auth import get_user_model
 
 from api.models import ApiToken
 from tests.api import factories as f
-from tests.api.conftest import World
+from tests.api.conftest import World, build_world, shared_rows, with_fresh_clients
 
 pytestmark = pytest.mark.django_db
 
@@ -71,6 +71,38 @@ def make_objects(world: World) -> Objects:
             "team_token": team_token.pk,
         }
     )
+
+
+@dataclass
+class Shared:
+    world: World
+    objects: Objects
+    rows: dict[str, list[dict[str, Any]]]  # fingerprint() right after they were built
+
+
+@pytest.fixture(scope="module")
+def _shared(django_db_setup: None, django_db_blocker: Any) -> Iterator[Shared]:
+    """The personas and alpha's rows, built once for the module's ~300 cases instead of once per case.
+    Every test runs in a savepoint that is rolled back afterwards (tests.api.conftest.shared_rows)."""
+
+    def build() -> Shared:
+        world = build_world()
+        objects = make_objects(world)
+        return Shared(world, objects, fingerprint())
+
+    yield from shared_rows(django_db_blocker, build)
+
+
+@pytest.fixture
+def world(_shared: Shared, db: None) -> World:
+    # Each case starts from exactly the rows built for the module, whatever the previous case changed.
+    assert fingerprint() == _shared.rows, "a previous test's writes leaked into this one"
+    return with_fresh_clients(_shared.world)
+
+
+@pytest.fixture
+def objects(_shared: Shared, world: World) -> Objects:
+    return _shared.objects
 
 
 @dataclass(frozen=True)
@@ -244,8 +276,7 @@ def ids_in(response: Any) -> set[int]:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_member_of_the_owning_team_succeeds(world: World, case: Case) -> None:
-    objects = make_objects(world)
+def test_member_of_the_owning_team_succeeds(world: World, objects: Objects, case: Case) -> None:
     response = call(world.alice.client, case, objects.ids)
     expected = case.member_status if isinstance(case.member_status, tuple) else (case.member_status,)
     assert response.status_code in expected, response.content[:500]
@@ -253,8 +284,9 @@ def test_member_of_the_owning_team_succeeds(world: World, case: Case) -> None:
 
 @pytest.mark.parametrize("persona", ["mallory", "nobody"])
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_outsiders_neither_see_nor_change_the_teams_rows(world: World, case: Case, persona: str) -> None:
-    objects = make_objects(world)
+def test_outsiders_neither_see_nor_change_the_teams_rows(
+    world: World, objects: Objects, case: Case, persona: str
+) -> None:
     client = getattr(world, persona).client
     before = fingerprint()
     response = call(client, case, objects.ids)
@@ -284,8 +316,7 @@ def test_outsiders_neither_see_nor_change_the_teams_rows(world: World, case: Cas
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_anonymous_is_401_and_changes_nothing(world: World, case: Case) -> None:
-    objects = make_objects(world)
+def test_anonymous_is_401_and_changes_nothing(world: World, objects: Objects, case: Case) -> None:
     before = fingerprint()
     response = call(world.anonymous, case, objects.ids)
     assert response.status_code == 401, response.content[:500]
@@ -297,8 +328,7 @@ MEMBER_ADMIN_WRITES = {"teams-patch", "members-create", "members-patch", "member
 
 
 @pytest.mark.parametrize("case", WRITES, ids=[c.name for c in WRITES])
-def test_viewer_reads_but_cannot_write(world: World, case: Case) -> None:
-    objects = make_objects(world)
+def test_viewer_reads_but_cannot_write(world: World, objects: Objects, case: Case) -> None:
     before = fingerprint()
     response = call(world.bob.client, case, objects.ids)
     # A viewer cannot see carol's token (it is not theirs and they are not an admin): 404, not 403.
@@ -308,8 +338,9 @@ def test_viewer_reads_but_cannot_write(world: World, case: Case) -> None:
 
 
 @pytest.mark.parametrize("case", WRITES, ids=[c.name for c in WRITES])
-def test_editor_writes_scenarios_but_admin_manages_members(world: World, case: Case) -> None:
-    objects = make_objects(world)
+def test_editor_writes_scenarios_but_admin_manages_members(
+    world: World, objects: Objects, case: Case
+) -> None:
     response = call(world.carol.client, case, objects.ids)
     if case.name in MEMBER_ADMIN_WRITES - {"tokens-revoke"}:
         assert response.status_code == 403, response.content[:500]
@@ -318,8 +349,7 @@ def test_editor_writes_scenarios_but_admin_manages_members(world: World, case: C
         assert response.status_code in expected, response.content[:500]
 
 
-def test_lists_of_a_viewer_show_the_teams_rows(world: World) -> None:
-    objects = make_objects(world)
+def test_lists_of_a_viewer_show_the_teams_rows(world: World, objects: Objects) -> None:
     plans = world.bob.client.get("/api/v1/plans/").json()["results"]
     assert {p["id"] for p in plans} == {objects.ids["plan"], objects.ids["spare_plan"]}
 

@@ -10,7 +10,7 @@ import pytest
 
 from scenarios.models import Result, Run
 from tests.api.factories import plan_for
-from tests.conftest import wait_for
+from tests.conftest import wait_for, wait_until_ready
 
 SPACE: dict[str, Any] = {"tp": [1, 2, 4], "cp": [1], "pp": [1, 2], "microbatch_seqs": [1, 2]}
 AXES: list[dict[str, Any]] = [
@@ -240,8 +240,7 @@ def test_a_sweep_on_two_workers_reports_progress_through_the_api(
     world: Any, plan: Any, worker_factory: Any, transactional_db: Any, settings: Any
 ) -> None:
     settings.SWEEP_CHUNK_POINTS = 1
-    worker_factory(concurrency=1)
-    worker_factory(concurrency=1)
+    wait_until_ready(worker_factory(concurrency=1, wait=False), worker_factory(concurrency=1, wait=False))
     body = {"axes": copy.deepcopy(AXES), "objective": "usd_per_million_tokens", "space": SPACE}
     response = world.carol.client.post(_url(plan, "sweep"), body, format="json")
     assert response.status_code == 202

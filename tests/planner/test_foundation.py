@@ -60,11 +60,16 @@ def test_healthz_reports_each_part(celery_worker: WorkerProcess) -> None:
 def test_healthz_names_the_part_that_is_down(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A dead broker is a 503 naming the broker (and the heartbeats it hides), never a 500."""
     import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
 
     from planner import health, heartbeat
 
     heartbeat.client.cache_clear()
-    dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2, socket_timeout=0.2)
+    # No retries: redis-py's default (3 with exponential backoff) only adds ~4 s before the same error.
+    dead = redis.Redis(
+        host="127.0.0.1", port=1, socket_connect_timeout=0.2, socket_timeout=0.2, retry=Retry(NoBackoff(), 0)
+    )
     monkeypatch.setattr(heartbeat, "client", lambda: dead)
     health._cached = None
     res = Client().get("/healthz")

@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError
 from scenarios import execution, search_jobs, services
 from scenarios.execution import Claim
 from scenarios.models import Result, Run
-from tests.conftest import wait_for
+from tests.conftest import wait_for, wait_until_ready
 from tests.scenarios.factories import make_plan, make_scenario, make_team
 
 # A narrow layout space keeps each point's search to a few hundred layouts.
@@ -365,7 +365,8 @@ def test_a_search_job_runs_on_a_worker_with_progress(celery_worker) -> None:
 
 
 def test_a_sweep_fans_out_over_two_worker_processes(worker_factory, settings) -> None:
-    workers = [worker_factory(concurrency=1), worker_factory(concurrency=1)]
+    workers = [worker_factory(concurrency=1, wait=False), worker_factory(concurrency=1, wait=False)]
+    wait_until_ready(*workers)
     plan = make_plan(team=make_team())
     run = _sweep(plan, settings, chunk_points=1)
     seen: list[int] = []

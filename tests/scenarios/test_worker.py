@@ -9,7 +9,7 @@ from django.db import connection
 
 from scenarios import execution, services
 from scenarios.models import Result, Run
-from tests.conftest import wait_for
+from tests.conftest import wait_for, wait_until_ready
 from tests.scenarios.factories import make_plan, make_team
 
 
@@ -25,8 +25,7 @@ def test_requested_run_is_solved_by_a_worker_and_stored_once(celery_worker) -> N
 
 
 def test_chunked_fan_out_through_two_worker_processes(worker_factory) -> None:
-    worker_factory(concurrency=1)
-    worker_factory(concurrency=1)
+    wait_until_ready(worker_factory(concurrency=1, wait=False), worker_factory(concurrency=1, wait=False))
     team = make_team()
     plans = [make_plan(team=team) for _ in range(30)]
     services.price_book_publish(
