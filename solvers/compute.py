@@ -38,9 +38,6 @@ _SCALARS = (int, float, bool)
 # give bit-identical numbers.
 
 
-_ARRAY = np.ndarray
-
-
 def where(cond: Num, a: Num, b: Num) -> Num:
     """``np.where`` on arrays, ``a if cond else b`` on a python bool."""
     if cond.__class__ is bool:
@@ -49,17 +46,17 @@ def where(cond: Num, a: Num, b: Num) -> Num:
 
 
 def minimum(a: Num, b: Num) -> Num:
-    """``np.minimum`` on arrays, ``min`` on scalars."""
-    if a.__class__ is _ARRAY or b.__class__ is _ARRAY:
-        return np.minimum(a, b)
-    return a if a <= b else b
+    """``min`` on two python scalars, ``np.minimum`` on anything else (arrays, numpy scalars)."""
+    if type(a) in _SCALARS and type(b) in _SCALARS:
+        return a if a <= b else b
+    return np.minimum(a, b)
 
 
 def maximum(a: Num, b: Num) -> Num:
-    """``np.maximum`` on arrays, ``max`` on scalars."""
-    if a.__class__ is _ARRAY or b.__class__ is _ARRAY:
-        return np.maximum(a, b)
-    return a if a >= b else b
+    """``max`` on two python scalars, ``np.maximum`` on anything else (arrays, numpy scalars)."""
+    if type(a) in _SCALARS and type(b) in _SCALARS:
+        return a if a >= b else b
+    return np.maximum(a, b)
 
 
 def clip(x: Num, low: Num, high: Num) -> Num:

@@ -383,8 +383,8 @@ def evaluate_one(
     if len(layouts) != 1:
         raise ValueError(f"evaluate_one takes a batch of one layout, got {len(layouts)}")
     lay = layouts.single
-    # A batch that passed the rules with these very specs passes again (all four are immutable): a scenario
-    # resolved from the cache hands out the same LayoutBatch and specs, so its layout is checked once.
+    # A read-only batch that passed the rules with these very specs passes again (all four are immutable): a
+    # scenario resolved from the cache hands out the same frozen LayoutBatch and specs, so it is checked once.
     passed = layouts.__dict__.get("_passed_rules")
     if passed is None or passed[0] is not model or passed[1] is not cluster or passed[2] is not training:
         masks = _rule_masks(model=model, cluster=cluster, training=training, lay=lay)
@@ -393,7 +393,8 @@ def evaluate_one(
                 return None, _message(
                     index + 1, 0, model=model, cluster=cluster, training=training, layouts=layouts
                 )
-        layouts.__dict__["_passed_rules"] = (model, cluster, training)
+        if layouts.read_only:
+            layouts.__dict__["_passed_rules"] = (model, cluster, training)
     values = _step(model=model, cluster=cluster, training=training, lay=lay)
     row: dict[str, float | int | bool] = {name: plain(values[name]) for name, plain in _PLAIN_TYPES}
     return row, None

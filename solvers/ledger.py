@@ -29,7 +29,7 @@ from solvers import reliability as rel
 from solvers import sustainability as sus
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
 from solvers.ledger_defaults import DEFAULTS, GOODPUT_LEDGERS, INTERVAL_METHODS, MTBF_CONVENTIONS
-from solvers.plain import all_plain_finite
+from solvers.plain import all_plain_finite, to_plain
 
 Num: TypeAlias = float | npt.NDArray[np.float64]
 
@@ -499,7 +499,7 @@ def _ledger_notes(inp: LedgerInputs) -> list[dict[str, Any]]:
     notes: list[dict[str, Any]] = []
 
     def note(key: str, value: object, unit: str, source: str) -> None:
-        notes.append({"key": key, "value": value, "unit": unit, "source": source})
+        notes.append({"key": key, "value": to_plain(value), "unit": unit, "source": source})
 
     nodes = math.ceil(inp.gpus / inp.gpus_per_node)
     if inp.mtbf_convention == "node_series":

@@ -7,7 +7,10 @@ finite floats. This walk is on the path of every report, so it is written for sp
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 _PLAIN_LEAVES = (str, int, bool, type(None))
 _ISFINITE = math.isfinite
@@ -39,3 +42,33 @@ def all_plain_finite(value: Any) -> bool:
         elif kind not in _PLAIN_LEAVES:
             return False
     return True
+
+
+def to_plain(value: Any) -> Any:
+    """``value`` with exact python types: numpy scalars as python scalars, tuples as lists, subclasses of
+    str, int, float, dict and list (a ``StrEnum``, a template-safe string) as their base type.
+
+    Example: ``to_plain((numpy.float64(1.5), "x"))`` is ``[1.5, "x"]``. Non-finite floats stay as they are
+    (``all_plain_finite`` is the check).
+    """
+    kind = type(value)
+    if kind in _EXACT:
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, Mapping):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_plain(v) for v in value]
+    return value
+
+
+_EXACT = frozenset({str, int, float, bool, type(None)})

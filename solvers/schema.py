@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import math
 import pickle
 from collections.abc import Callable, Mapping
@@ -34,7 +35,7 @@ from solvers import catalog
 from solvers.canonical import canonical_json
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
 from solvers.ledger_defaults import DEFAULTS, GOODPUT_LEDGERS, INTERVAL_METHODS, MTBF_CONVENTIONS
-from solvers.plain import all_plain_finite
+from solvers.plain import all_plain_finite, to_plain
 from solvers.specs import (
     GRAD_REDUCE_DTYPES,
     OPTIMIZERS,
@@ -148,7 +149,7 @@ class _Reader:
 
     def note(self, key: str, value: Any, unit: str, source: str) -> None:
         if value.__class__ not in _PLAIN_TYPES:
-            value = _plain(value)
+            value = to_plain(value)
         self.assumptions.append({"key": key, "value": value, "unit": unit, "source": source})
 
     def mapping(self, value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any] | None:
@@ -226,7 +227,7 @@ class _Reader:
             hint = catalog.did_you_mean(value, table)
             self.error(path, f"unknown {kind} '{value}'{hint}")
             return None
-        return value
+        return str.__str__(value)  # an exact str even for a str subclass (an enum member)
 
 
 def _join(path: str, key: str) -> str:
@@ -258,14 +259,6 @@ def _fmt(value: float) -> str:
 
 
 _PLAIN_TYPES = frozenset({int, float, str, bool, type(None)})
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 # Numeric field table: path tail -> (minimum, maximum, integer, exclusive_min, unit)
@@ -320,7 +313,7 @@ def _resolve_value(
     r.assumptions.append(
         {
             "key": f"{path}.{name}" if path else name,
-            "value": value if value.__class__ in _PLAIN_TYPES else _plain(value),
+            "value": value if value.__class__ in _PLAIN_TYPES else to_plain(value),
             "unit": unit,
             "source": source,
         }
@@ -1699,8 +1692,8 @@ _CopyPlan = tuple[bool, list[tuple[Any, Any]]]
 # A scenario resolves to the same specs, document, assumptions and warnings every time: resolution is a pure
 # function of the document's content and the built-in catalog. Plans are re-solved far more often than they
 # are edited (every price book, every comparison), so a resolved document is kept, keyed by the pickle of the
-# document (pickle tells 1, 1.0 and true apart, and str from int keys, so equal keys mean equal content of
-# equal types; a reordered document is merely a miss). The immutable parts (frozen specs, read-only layout
+# document (pickle tells 1, 1.0, true and -0.0 apart, and str from int keys, so equal keys mean equal content
+# of equal types; a reordered document is merely a miss; only exact JSON types are keyed). The immutable parts (frozen specs, read-only layout
 # arrays, strings and numbers) are shared; every dict and list (document, ledger fields, assumptions,
 # warnings) is copied on each hit, so a caller that edits its report cannot change the next one. Documents
 # with errors raise before they are stored.
@@ -1709,12 +1702,28 @@ _RESOLVED_CACHE: dict[bytes, tuple[Resolved, _CopyPlan, _CopyPlan, _CopyPlan]] =
 _LAYOUT_FIELD_NAMES = tuple(f.name for f in fields(LayoutBatch))
 
 
+class _PlainPickler(pickle.Pickler):
+    """Pickles exact JSON types only. ``reducer_override`` sees every object that is not an exact dict,
+    list, tuple, str, int, float, bool or None (subclasses and Mappings included) and refuses it, so an
+    object that pickles by reference or by its own ``__reduce__`` never becomes a key."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        raise _NotPlain
+
+
+class _NotPlain(Exception):
+    pass
+
+
 def _document_key(document: Any) -> bytes | None:
-    """The cache key of a scenario document, or None when it cannot be pickled (it is then not cached)."""
+    """The cache key of a scenario document made of JSON types only; None otherwise (it is then resolved
+    without the cache)."""
+    buffer = io.BytesIO()
     try:
-        return pickle.dumps(document, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # anything unpicklable is simply resolved without the cache
+        _PlainPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(document)
+    except (_NotPlain, pickle.PicklingError, RecursionError, TypeError):
         return None
+    return buffer.getvalue()
 
 
 def _copy_plan(value: Any) -> _CopyPlan:
@@ -1885,7 +1894,9 @@ def _frozen(value: Any) -> Any:
     if kind is list or kind is tuple:
         frozen_items = tuple(_frozen(item) for item in value)
         return _NO_KEY if any(f is _NO_KEY for f in frozen_items) else (kind, frozen_items)
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
+    if kind is float:
+        return (kind, value.hex())  # hex tells -0.0 from 0.0, which compare and hash equal
+    if kind is str or kind is int or kind is bool or value is None:
         return (kind, value)
     return _NO_KEY
 

@@ -11,7 +11,6 @@ design-space search is the same engine over a batch of thousands (one code path,
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from functools import cached_property
 from types import SimpleNamespace
 from typing import Literal
 
@@ -148,13 +147,29 @@ class LayoutBatch:
     def __len__(self) -> int:
         return int(self.tp.shape[0])
 
-    @cached_property
+    @property
+    def read_only(self) -> bool:
+        """True when no field array can be written: the batch can then never change, so what is derived from
+        it may be kept (``single``, the engine's rule check). The resolved-scenario cache freezes its batches.
+        """
+        return not any(getattr(self, name).flags.writeable for name in _BATCH_FIELDS)
+
+    @property
     def single(self) -> SimpleNamespace:
-        """The only layout of a batch of one, as python ints and bools (kept: a batch never changes)."""
+        """The only layout of a batch of one, as python ints and bools (kept when the batch is read-only)."""
+        kept: SimpleNamespace | None = self.__dict__.get("_single")
+        if kept is not None:
+            return kept
         if len(self) != 1:
             raise ValueError(f"a batch of {len(self)} layouts has no single layout")
-        return SimpleNamespace(**{f.name: getattr(self, f.name)[0].item() for f in fields(self)})
+        value = SimpleNamespace(**{name: getattr(self, name)[0].item() for name in _BATCH_FIELDS})
+        if self.read_only:
+            self.__dict__["_single"] = value
+        return value
 
     def take(self, index: IntArray | slice) -> LayoutBatch:
         """The layouts at ``index`` (an integer array, or a slice: views, no copy)."""
         return LayoutBatch(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
+
+
+_BATCH_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(LayoutBatch))

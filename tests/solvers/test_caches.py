@@ -102,3 +102,67 @@ def test_ledger_assumptions_are_fresh_for_every_result() -> None:
     ledger._NOTES_CACHE.clear()
     cold = compute_ledger(make_inputs())
     assert second.assumptions == cold.assumptions and second.assumptions[0]["value"] != "edited"
+
+
+def test_a_writable_batch_changed_in_place_is_checked_again() -> None:
+    resolved = schema.resolve(copy.deepcopy(DOC))
+    writable = dataclasses.replace(
+        resolved.layouts,
+        **{f.name: getattr(resolved.layouts, f.name).copy() for f in dataclasses.fields(resolved.layouts)},
+    )
+    specs: dict[str, Any] = {
+        "model": resolved.model,
+        "cluster": resolved.cluster,
+        "training": resolved.training,
+    }
+    row, _ = engine.evaluate_one(layouts=writable, **specs)
+    assert row is not None
+    writable.tp[0] = 3  # 3 x 1 x 1 does not divide 512 GPUs
+    row, reason = engine.evaluate_one(layouts=writable, **specs)
+    assert row is None and reason is not None and "must divide gpus" in reason
+
+
+def test_numpy_and_subclassed_values_give_plain_assumptions() -> None:
+    import enum
+
+    import numpy as np
+
+    result = compute_ledger(make_inputs(idle_fraction=np.float64(0.3), checkpoint_writers=np.int64(4)))
+    values = {a["key"]: a["value"] for a in result.assumptions}
+    assert type(values["energy.power_model"]) is float and type(values["checkpoint.writers"]) is int
+
+    class Region(enum.StrEnum):
+        QUEBEC = "quebec"
+
+    doc = copy.deepcopy(DOC)
+    doc["site"]["region"] = Region.QUEBEC
+    report = solve(doc)
+    plain = solve(copy.deepcopy(DOC))
+    assert report["step"] == plain["step"] and report["tco"] == plain["tco"]
+    assert report["scenario"]["site"] == plain["scenario"]["site"]
+    assert all(
+        type(a["value"]) in (str, int, float, bool, type(None), list, dict) for a in report["assumptions"]
+    )
+
+
+def test_negative_zero_is_not_a_hit_for_zero() -> None:
+    zero = copy.deepcopy(DOC)
+    zero["cluster"]["reliability"] = {"restart_s": 0.0}
+    negative = copy.deepcopy(DOC)
+    negative["cluster"]["reliability"] = {"restart_s": -0.0}
+    cold = _cold_solve(negative)
+    solve(zero)
+    warm = solve(copy.deepcopy(negative))
+    assert str(warm) == str(cold)  # str() tells -0.0 from 0.0, == does not
+
+
+def test_only_plain_json_documents_are_cached() -> None:
+    from collections import OrderedDict
+
+    assert schema._document_key(DOC) is not None
+    assert schema._document_key({**DOC, "site": OrderedDict(region="quebec")}) is None
+
+    class Region(str):
+        pass
+
+    assert schema._document_key({**DOC, "site": {"region": Region("quebec")}}) is None
