@@ -1758,9 +1758,9 @@ def _to_cache(resolved: Resolved) -> tuple[Resolved, _CopyPlan, _CopyPlan, _Copy
     for name in _LAYOUT_FIELD_NAMES:
         getattr(resolved.layouts, name).flags.writeable = False
     # The cache keeps its own copies: the caller owns (and may edit) the Resolved it was handed.
-    document = _copy_with(resolved.document, _copy_plan(resolved.document))
-    assumptions = _copy_with(resolved.assumptions, _copy_plan(resolved.assumptions))
-    ledger_fields = _copy_with(resolved.ledger_fields, _copy_plan(resolved.ledger_fields))
+    document, assumptions, ledger_fields = _copied(
+        (resolved.document, resolved.assumptions, resolved.ledger_fields)
+    )
     kept = Resolved(
         document=document,
         model=resolved.model,
