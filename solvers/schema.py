@@ -20,6 +20,7 @@ is parsed once, and every resolve gets fresh copies of its documents and assumpt
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import io
@@ -1761,17 +1762,12 @@ def _to_cache(resolved: Resolved) -> tuple[Resolved, _CopyPlan, _CopyPlan, _Copy
     document, assumptions, ledger_fields = _copied(
         (resolved.document, resolved.assumptions, resolved.ledger_fields)
     )
-    kept = Resolved(
+    kept = dataclasses.replace(
+        resolved,
         document=document,
-        model=resolved.model,
-        cluster=resolved.cluster,
-        training=resolved.training,
-        layouts=resolved.layouts,
-        layout_auto=resolved.layout_auto,
         ledger_fields=ledger_fields,
         assumptions=assumptions,
         warnings=list(resolved.warnings),
-        input_hash=resolved.input_hash,
     )
     return kept, _copy_plan(document), _copy_plan(assumptions), _copy_plan(ledger_fields)
 
