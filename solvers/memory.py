@@ -20,12 +20,14 @@ Activations follow Korthikanti et al., 'Reducing Activation Recomputation in Lar
 attention and gated MLPs:
 
 * replicated across tensor ranks unless sequence parallelism splits them: ``10 h`` (two layer-norm inputs
-  4h, QKV and MLP inputs 2h + 2h, two dropout masks h + h);
+  4h, QKV and MLP inputs 2h + 2h, two dropout masks h + h); ``8 h`` for a model trained without dropout
+  (``model.dropout: false``, e.g. Llama 3, whose reference ``TransformerBlock`` has no dropout layer);
 * split over tensor ranks: attention ``4h + 4h * kv/a`` (Q, K, V, projection input; ``8h`` with
   ``kv = a``), MLP ``4f`` (GELU in and out) or ``6f`` (gate, up and product of a gated MLP); with ``f = 4h``
   and ``kv = a`` this is Korthikanti's ``24 h``;
-* attention scores ``5 a s`` per token (softmax output, dropout mask and output), split over tensor ranks,
-  kept only without recompute and without fused attention (``training.fused_attention: false``).
+* attention scores ``5 a s`` per token (softmax output, dropout mask and output; ``2 a s``, the softmax
+  output alone, without dropout), split over tensor ranks, kept only without recompute and without fused
+  attention (``training.fused_attention: false``).
 
 So ``none`` = ``s b h (34 + 5 a s / h)`` for GPT-3 shapes without parallelism (Korthikanti eq. 1),
 ``selective`` drops the score term (eq. 5; fused attention kernels never store it either), ``full`` keeps only each
@@ -112,9 +114,11 @@ def activation_bytes_per_token_layer(
     a = float(model.heads)
     t = 1.0 * tp
     kv_share = float(model.kv_heads) / a
-    replicated = 10.0 * h
+    # Two dropout masks (1 byte per element each) and the dropped-out attention probabilities only exist
+    # when the model trains with dropout.
+    replicated = (10.0 if model.dropout else 8.0) * h
     attention_split = 4.0 * h + 4.0 * h * kv_share
-    scores = 5.0 * a * float(seq_len)
+    scores = (5.0 if model.dropout else 2.0) * a * float(seq_len)
     per_mlp = 6.0 if model.gated_mlp else 4.0
     if moe_layer and model.moe is not None:
         moe = model.moe
@@ -149,8 +153,8 @@ def activation_bytes(
     layer's complete activations are added once (the layer being recomputed; its score matrix only when
     ``scores`` is materialised). MoE layers are counted in
     proportion ``moe_layers / layers``.
-    Example: Llama 3 405B, TP8 + SP, selective, b = 1, s = 8,192, 8 layers, 16 in flight: 69,120 B per
-    token-layer x 8,192 x 8 x 16 = 72.5 GB.
+    Example: Llama 3 405B (no dropout), TP8 + SP, selective, b = 1, s = 8,192, 8 layers, 16 in flight:
+    65,024 B per token-layer x 8,192 x 8 x 16 = 68.2 GB (72.5 GB with Korthikanti's two dropout masks).
     """
     moe_share = 0.0 if model.moe is None else model.moe.moe_layers / model.layers
     kwargs: dict[str, Any] = {
@@ -209,7 +213,7 @@ def activation_traffic_bytes_per_token_layer(
 
     The tensors Korthikanti et al. count, whether stored or recomputed: the ``none`` set, without the
     attention scores unless they are materialised (``scores``). MoE layers weighted by ``moe_layers / layers``.
-    Example: Llama 3 405B, TP8 + SP, fused attention: 69,120 bytes.
+    Example: Llama 3 405B (no dropout), TP8 + SP, fused attention: 65,024 bytes.
     """
     kwargs: dict[str, Any] = {
         "model": model,

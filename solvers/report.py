@@ -28,7 +28,7 @@ from solvers.schema import SCHEMA_VERSION, Resolved, layout_from_batch, resolve
 from solvers.specs import LayoutBatch
 
 # Changes whenever any number that a given input produces changes (see the CHANGELOG, "solver changes").
-SOLVER_VERSION = "1.1.0"
+SOLVER_VERSION = "1.2.0"
 
 DIMS: tuple[str, ...] = ("tp", "cp", "pp", "dp", "ep")
 _COMM_KEYS = tuple((d, f"comm_s_{d}") for d in DIMS)

@@ -385,7 +385,15 @@ _MOE_NUMS: dict[str, _Num] = {
     "shared_experts": (0, MAX_EXPERTS, True, False, ""),
     "moe_layers": (1, MAX_LAYERS, True, False, ""),
 }
-MODEL_KEYS: tuple[str, ...] = ("preset", "name", *_MODEL_NUMS, "gated_mlp", "tied_embeddings", "moe")
+MODEL_KEYS: tuple[str, ...] = (
+    "preset",
+    "name",
+    *_MODEL_NUMS,
+    "gated_mlp",
+    "tied_embeddings",
+    "dropout",
+    "moe",
+)
 MOE_KEYS: tuple[str, ...] = tuple(_MOE_NUMS)
 
 
@@ -464,7 +472,7 @@ def _parse_model(
         r.note(_join(path, "preset"), preset_key, "", "convention: Llama 3 8B when no model is described")
         r.warnings.append(f"model: no model given; using the catalog preset '{preset_key}'")
     nums = _read_fields(r, given, path, _MODEL_NUMS)
-    for flag in ("gated_mlp", "tied_embeddings"):
+    for flag in ("gated_mlp", "tied_embeddings", "dropout"):
         if flag in given:
             parsed = r.boolean(given[flag], _join(path, flag))
             if parsed is not None:
@@ -509,6 +517,14 @@ def _parse_model(
     ffn_hidden = int(pick("ffn_hidden", ffn_default, ffn_src))
     kv_heads = int(pick("kv_heads", heads, "convention: multi-head attention, kv_heads = heads"))
     tied = bool(pick("tied_embeddings", False, "convention: separate input and output embeddings"))
+    dropout = bool(
+        pick(
+            "dropout",
+            True,
+            "convention: trained with dropout, whose masks are stored (Korthikanti et al. 2022 §4.2 count; "
+            "GPT-3-style models in Megatron-LM)",
+        )
+    )
 
     if hidden % heads:
         r.error(_join(path, "hidden"), f"must be divisible by model.heads (={heads:,})")
@@ -590,6 +606,7 @@ def _parse_model(
         "active_params": active,
         "gated_mlp": gated,
         "tied_embeddings": tied,
+        "dropout": dropout,
         "moe": moe_doc,
     }
     spec = ModelSpec(
@@ -604,6 +621,7 @@ def _parse_model(
         active_params=active,
         moe=MoESpec(**moe_doc) if moe_doc else None,
         gated_mlp=gated,
+        dropout=dropout,
     )
     preset_seq = int(preset["seq_len"]) if preset is not None and "seq_len" in preset else None
     return spec, doc, preset_seq
@@ -2132,6 +2150,7 @@ def scenario_json_schema() -> dict[str, Any]:
             "name": text,
             "gated_mlp": flag,
             "tied_embeddings": flag,
+            "dropout": flag,
             "moe": moe,
         },
     )

@@ -58,6 +58,7 @@ class ModelSpec:
     active_params: float  # parameters touched per token (= params for dense models)
     moe: MoESpec | None = None
     gated_mlp: bool = True  # SwiGLU-style: three FFN matrices instead of two
+    dropout: bool = True  # dropout after attention and MLP (and on the attention probabilities) is stored
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 Fields follow ``model`` of the scenario document (CONTRACT.md): ``layers``, ``hidden``, ``ffn_hidden``,
 ``heads``, ``kv_heads``, ``vocab``, ``params`` (total, all experts), ``active_params`` (per token; MoE only),
-``gated_mlp`` (SwiGLU: three FFN matrices), ``moe`` and ``seq_len`` (the context length the model was
+``gated_mlp`` (SwiGLU: three FFN matrices), ``dropout`` (false when the model trains without dropout; true,
+the Korthikanti et al. count, when unstated), ``moe`` and ``seq_len`` (the context length the model was
 pre-trained at, used as the default ``training.seq_len``).
 
 The Megatron-LM SC'21 family (Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters
@@ -14,6 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 _SC21 = "Narayanan et al., SC'21 (Megatron-LM PTD-P), Table 1"
+_LLAMA3_NO_DROPOUT = (
+    "Meta Llama 3 reference code (github.com/meta-llama/llama3, llama/model.py): a TransformerBlock is "
+    "h = x + attention(norm(x)), out = h + feed_forward(norm(h)), with no dropout layer"
+)
 
 
 def _sc21(params_b: float, heads: int, hidden: int, layers: int) -> dict[str, Any]:
@@ -66,7 +71,9 @@ MODELS: dict[str, dict[str, Any]] = {
         "params": 8.03e9,
         "gated_mlp": True,
         "seq_len": 8192,
+        "dropout": False,
         "sources": {
+            "dropout": _LLAMA3_NO_DROPOUT,
             "shape": "Dubey et al., 'The Llama 3 Herd of Models' (2024), Table 3: 32 layers, model 4,096, "
             "FFN 14,336, 32 heads, 8 KV heads, vocabulary 128,000 (tokenizer 128,256)",
             "params": "Meta Llama 3.1 8B model card: 8.03B parameters",
@@ -84,7 +91,9 @@ MODELS: dict[str, dict[str, Any]] = {
         "params": 70.6e9,
         "gated_mlp": True,
         "seq_len": 8192,
+        "dropout": False,
         "sources": {
+            "dropout": _LLAMA3_NO_DROPOUT,
             "shape": "Dubey et al. 2024, Table 3: 80 layers, model 8,192, FFN 28,672, 64 heads, 8 KV heads",
             "params": "Meta Llama 3.1 70B model card: 70.6B parameters (seed 000 uses 70.6B)",
             "seq_len": "Llama 3 §3.4.1: pre-training at 8K context",
@@ -101,7 +110,9 @@ MODELS: dict[str, dict[str, Any]] = {
         "params": 405e9,
         "gated_mlp": True,
         "seq_len": 8192,
+        "dropout": False,
         "sources": {
+            "dropout": _LLAMA3_NO_DROPOUT,
             "shape": "Dubey et al. 2024, Table 3: 126 layers, model 16,384, FFN 53,248, 128 heads, 8 KV heads",
             "params": "Dubey et al. 2024, Table 3: 405B",
             "seq_len": "Llama 3 §3.4.1 and Table 4: 8,192 tokens in the main pre-training stage",

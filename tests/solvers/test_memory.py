@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -93,7 +94,26 @@ def test_korthikanti_per_layer_activations_gpt3() -> None:
 
 
 def test_activation_total_example_llama() -> None:
-    """Docstring example: 69,120 B per token-layer x 8,192 x 8 layers x 16 in flight = 72.5 GB."""
+    """Docstring example: 65,024 B per token-layer x 8,192 x 8 layers x 16 in flight = 68.2 GB without dropout;
+    with dropout masks (Korthikanti's count) 69,120 B and 72.5 GB."""
+    no_dropout = dataclasses.replace(LLAMA3_405B, dropout=False)
+    total = memory.activation_bytes(
+        model=no_dropout,
+        seq_len=8192,
+        microbatch_tokens=np.array([8192.0]),
+        tp=np.array([8]),
+        expert_tp=np.array([8]),
+        sequence_parallel=np.array([True]),
+        recompute=np.array([1]),
+        layers_on_stage=np.array([8]),
+        in_flight=np.array([16.0]),
+    )
+    # 8h/t + (4h + 4h kv/a)/t + 6f/t = 16,384 + 8,704 + 39,936: the two 1-byte masks (2h/t) are gone
+    assert total[0] == pytest.approx(65_024 * 8192 * 8 * 16)
+    assert total[0] / 1e9 == pytest.approx(68.2, abs=0.05)
+    assert memory.activation_traffic_bytes_per_token_layer(
+        model=no_dropout, seq_len=8192, tp=8, expert_tp=8, sequence_parallel=True, scores=False
+    ) == pytest.approx(65_024)
     total = memory.activation_bytes(
         model=LLAMA3_405B,
         seq_len=8192,
@@ -131,3 +151,23 @@ def test_scores_materialised_depends_on_the_kernel_not_the_policy() -> None:
     np.testing.assert_array_equal(memory.memory_policy(recompute=codes, fused_attention=True), [1, 1, 2])
     np.testing.assert_array_equal(memory.memory_policy(recompute=codes, fused_attention=False), [0, 1, 2])
     assert memory.memory_policy(recompute=0, fused_attention=True) == 1
+
+
+def test_unfused_scores_without_dropout_keep_only_the_softmax_output() -> None:
+    """Korthikanti's 5as per token is softmax output 2as + dropout mask as + dropped-out probabilities 2as;
+    without dropout only the softmax output (the AV input) is kept: 2as."""
+    kwargs: dict[str, Any] = {"seq_len": 2048, "tp": 8, "expert_tp": 8, "sequence_parallel": True}
+    with_dropout = memory.activation_bytes_per_token_layer(
+        model=GPT3_175B, recompute=0, moe_layer=False, **kwargs
+    )
+    selective = memory.activation_bytes_per_token_layer(
+        model=GPT3_175B, recompute=1, moe_layer=False, **kwargs
+    )
+    plain = dataclasses.replace(GPT3_175B, dropout=False)
+    without = memory.activation_bytes_per_token_layer(model=plain, recompute=0, moe_layer=False, **kwargs)
+    without_selective = memory.activation_bytes_per_token_layer(
+        model=plain, recompute=1, moe_layer=False, **kwargs
+    )
+    assert with_dropout - selective == pytest.approx(5 * 96 * 2048 / 8)
+    assert without - without_selective == pytest.approx(2 * 96 * 2048 / 8)
+    assert selective - without_selective == pytest.approx(2 * 12288 / 8)  # the two masks, split by SP

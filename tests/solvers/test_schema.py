@@ -400,6 +400,7 @@ def test_equivalent_documents_hash_equal() -> None:
         "kv_heads": 8,
         "vocab": 128_256,
         "params": 70.6e9,
+        "dropout": False,  # the preset's; a described model is taken to train with dropout
         "name": "renamed",
     }
     explicit["training"]["seq_len"] = 8192  # the preset's pre-training length, the default with a preset
