@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import operator
-import pickle
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -29,7 +28,7 @@ from solvers import reliability as rel
 from solvers import sustainability as sus
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
 from solvers.ledger_defaults import DEFAULTS, GOODPUT_LEDGERS, INTERVAL_METHODS, MTBF_CONVENTIONS
-from solvers.plain import all_plain_finite, to_plain
+from solvers.plain import all_plain_finite, plain_key, to_plain
 
 Num: TypeAlias = float | npt.NDArray[np.float64]
 
@@ -450,7 +449,8 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
 # The assumptions of a ledger depend on its scenario inputs only, never on the step: they are formatted once
 # per distinct input set and each result gets fresh copies. A set of inputs is stored only after it passed
 # ``_validate``, so a hit leaves only the three per-layout values to check. The key is the pickle of every
-# scenario field (pickle tells 1, 1.0, True and -0.0 apart, so a hit means the very same values).
+# scenario field (``plain_key``: 1, 1.0, True and -0.0 stay apart, so a hit means the very same values;
+# inputs holding numpy scalars or other objects are simply not cached).
 _SCENARIO_FIELDS: tuple[str, ...] = tuple(
     name
     for name in LedgerInputs.__dataclass_fields__
@@ -463,16 +463,17 @@ _NOTES_CACHE: dict[bytes, tuple[dict[str, Any], ...]] = {}
 
 def _checked_assumptions(inp: LedgerInputs) -> list[dict[str, Any]]:
     """Validate ``inp`` (``ScenarioError`` naming the fields) and return its assumptions (fresh dicts)."""
-    key = pickle.dumps(_scenario_values(inp), protocol=pickle.HIGHEST_PROTOCOL)
-    notes = _NOTES_CACHE.get(key)
+    key = plain_key(_scenario_values(inp))
+    notes = _NOTES_CACHE.get(key) if key is not None else None
     if notes is None:
         _validate(inp)
         notes = tuple(_ledger_notes(inp))
         if not all_plain_finite([note["value"] for note in notes]):
             raise SolverInternalError("a ledger assumption is not a plain finite value")
-        if len(_NOTES_CACHE) >= _NOTES_CACHE_MAX:
-            _NOTES_CACHE.clear()
-        _NOTES_CACHE[key] = notes
+        if key is not None:
+            if len(_NOTES_CACHE) >= _NOTES_CACHE_MAX:
+                _NOTES_CACHE.clear()
+            _NOTES_CACHE[key] = notes
     elif not _valid_step(inp):
         _validate(inp)  # names the broken per-layout value, or passes arrays that are valid
     return list(map(dict.copy, notes))

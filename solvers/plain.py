@@ -6,7 +6,9 @@ finite floats. This walk is on the path of every report, so it is written for sp
 
 from __future__ import annotations
 
+import io
 import math
+import pickle
 from collections.abc import Mapping
 from typing import Any
 
@@ -72,3 +74,30 @@ def to_plain(value: Any) -> Any:
 
 
 _EXACT = frozenset({str, int, float, bool, type(None)})
+
+
+class _PlainPickler(pickle.Pickler):
+    """Pickles exact JSON-like types only. ``reducer_override`` sees every object that is not an exact dict,
+    list, tuple, str, int, float, bool or None (subclasses, Mappings and numpy scalars included) and refuses
+    it, so an object that pickles by reference or by its own ``__reduce__`` never becomes a key."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        raise _NotPlain
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def plain_key(value: Any) -> bytes | None:
+    """A cache key for ``value`` when it is made of exact JSON-like types, else None (do not cache).
+
+    Equal keys mean equal content of equal types: pickle tells 1, 1.0, True and -0.0 apart. A reordered dict
+    gives another key (a miss, never a wrong hit).
+    """
+    buffer = io.BytesIO()
+    try:
+        _PlainPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    except (_NotPlain, pickle.PicklingError, RecursionError, TypeError):
+        return None
+    return buffer.getvalue()

@@ -23,9 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import io
 import math
-import pickle
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -36,7 +34,7 @@ from solvers import catalog
 from solvers.canonical import canonical_json
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
 from solvers.ledger_defaults import DEFAULTS, GOODPUT_LEDGERS, INTERVAL_METHODS, MTBF_CONVENTIONS
-from solvers.plain import all_plain_finite, to_plain
+from solvers.plain import all_plain_finite, plain_key, to_plain
 from solvers.specs import (
     GRAD_REDUCE_DTYPES,
     OPTIMIZERS,
@@ -1689,7 +1687,7 @@ def resolve(document: Any) -> Resolved:
 
     A document seen before (the same content, types included) is not parsed again: see ``_RESOLVED_CACHE``.
     """
-    key = _document_key(document)
+    key = plain_key(document)
     if key is not None:
         hit = _RESOLVED_CACHE.get(key)
         if hit is not None:
@@ -1719,30 +1717,6 @@ _CopyPlan = tuple[bool, list[tuple[Any, Any]]]
 _RESOLVED_CACHE_MAX = 256  # some 40 kB each in memory (document, assumptions, specs)
 _RESOLVED_CACHE: dict[bytes, tuple[Resolved, _CopyPlan, _CopyPlan, _CopyPlan]] = {}
 _LAYOUT_FIELD_NAMES = tuple(f.name for f in fields(LayoutBatch))
-
-
-class _PlainPickler(pickle.Pickler):
-    """Pickles exact JSON types only. ``reducer_override`` sees every object that is not an exact dict,
-    list, tuple, str, int, float, bool or None (subclasses and Mappings included) and refuses it, so an
-    object that pickles by reference or by its own ``__reduce__`` never becomes a key."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        raise _NotPlain
-
-
-class _NotPlain(Exception):
-    pass
-
-
-def _document_key(document: Any) -> bytes | None:
-    """The cache key of a scenario document made of JSON types only; None otherwise (it is then resolved
-    without the cache)."""
-    buffer = io.BytesIO()
-    try:
-        _PlainPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(document)
-    except (_NotPlain, pickle.PicklingError, RecursionError, TypeError):
-        return None
-    return buffer.getvalue()
 
 
 def _copy_plan(value: Any) -> _CopyPlan:

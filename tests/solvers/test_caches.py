@@ -16,6 +16,7 @@ import pytest
 from solvers import engine, ledger, schema, solve
 from solvers.errors import ScenarioError
 from solvers.ledger import compute_ledger
+from solvers.plain import plain_key
 from tests.solvers.test_ledger import make_inputs
 
 DOC: dict[str, Any] = {
@@ -159,10 +160,10 @@ def test_negative_zero_is_not_a_hit_for_zero() -> None:
 def test_only_plain_json_documents_are_cached() -> None:
     from collections import OrderedDict
 
-    assert schema._document_key(DOC) is not None
-    assert schema._document_key({**DOC, "site": OrderedDict(region="quebec")}) is None
+    assert plain_key(DOC) is not None
+    assert plain_key({**DOC, "site": OrderedDict(region="quebec")}) is None
 
     class Region(str):
         pass
 
-    assert schema._document_key({**DOC, "site": {"region": Region("quebec")}}) is None
+    assert plain_key({**DOC, "site": {"region": Region("quebec")}}) is None
