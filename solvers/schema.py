@@ -1708,12 +1708,12 @@ _CopyPlan = tuple[bool, list[tuple[Any, Any]]]
 
 # A scenario resolves to the same specs, document, assumptions and warnings every time: resolution is a pure
 # function of the document's content and the built-in catalog. Plans are re-solved far more often than they
-# are edited (every price book, every comparison), so a resolved document is kept, keyed by the pickle of the
-# document (pickle tells 1, 1.0, true and -0.0 apart, and str from int keys, so equal keys mean equal content
-# of equal types; a reordered document is merely a miss; only exact JSON types are keyed). The immutable parts (frozen specs, read-only layout
-# arrays, strings and numbers) are shared; every dict and list (document, ledger fields, assumptions,
-# warnings) is copied on each hit, so a caller that edits its report cannot change the next one. Documents
-# with errors raise before they are stored.
+# are edited (every price book, every comparison), so a resolved document is kept, keyed by
+# ``solvers.plain.plain_key`` (a pickle of exact JSON types only: 1, 1.0, true and -0.0 stay apart, equal keys
+# mean equal content of equal types, a reordered document is merely a miss, anything else is not cached).
+# The immutable parts (frozen specs, read-only layout arrays, strings and numbers) are shared; every dict and
+# list (document, ledger fields, assumptions, warnings) is copied on each hit, so a caller that edits its
+# report cannot change the next one. Documents with errors raise before they are stored.
 _RESOLVED_CACHE_MAX = 256  # some 40 kB each in memory (document, assumptions, specs)
 _RESOLVED_CACHE: dict[bytes, tuple[Resolved, _CopyPlan, _CopyPlan, _CopyPlan]] = {}
 _LAYOUT_FIELD_NAMES = tuple(f.name for f in fields(LayoutBatch))
