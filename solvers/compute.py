@@ -40,7 +40,7 @@ _SCALARS = (int, float, bool)
 
 def where(cond: Num, a: Num, b: Num) -> Num:
     """``np.where`` on arrays, ``a if cond else b`` on a python bool."""
-    if cond.__class__ is bool:
+    if type(cond) is bool:
         return a if cond else b
     return np.where(cond, a, b)
 
@@ -66,7 +66,7 @@ def clip(x: Num, low: Num, high: Num) -> Num:
 
 def logical_not(x: Num) -> Num:
     """``not x`` on a python bool, ``~x`` on a boolean array."""
-    if x.__class__ is bool:
+    if type(x) is bool:
         return not x
     return np.logical_not(x)
 

@@ -25,7 +25,7 @@ import functools
 import hashlib
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -1716,7 +1716,6 @@ _CopyPlan = tuple[bool, list[tuple[Any, Any]]]
 # report cannot change the next one. Documents with errors raise before they are stored.
 _RESOLVED_CACHE_MAX = 256  # some 40 kB each in memory (document, assumptions, specs)
 _RESOLVED_CACHE: dict[bytes, tuple[Resolved, _CopyPlan, _CopyPlan, _CopyPlan]] = {}
-_LAYOUT_FIELD_NAMES = tuple(f.name for f in fields(LayoutBatch))
 
 
 def _copy_plan(value: Any) -> _CopyPlan:
@@ -1748,8 +1747,7 @@ def _copy_with(value: Any, plan: _CopyPlan) -> Any:
 
 
 def _to_cache(resolved: Resolved) -> tuple[Resolved, _CopyPlan, _CopyPlan, _CopyPlan]:
-    for name in _LAYOUT_FIELD_NAMES:
-        getattr(resolved.layouts, name).flags.writeable = False
+    resolved.layouts.freeze()
     # The cache keeps its own copies: the caller owns (and may edit) the Resolved it was handed.
     document, assumptions, ledger_fields = _copied(
         (resolved.document, resolved.assumptions, resolved.ledger_fields)

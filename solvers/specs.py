@@ -148,6 +148,11 @@ class LayoutBatch:
     def __len__(self) -> int:
         return int(self.tp.shape[0])
 
+    def freeze(self) -> None:
+        """Make every field array read-only, so that the batch (and what is kept from it) never changes."""
+        for name in _BATCH_FIELDS:
+            getattr(self, name).flags.writeable = False
+
     @property
     def read_only(self) -> bool:
         """True when no field array can be written: the batch can then never change, so what is derived from

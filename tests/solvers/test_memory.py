@@ -93,12 +93,21 @@ def test_korthikanti_per_layer_activations_gpt3() -> None:
     assert full[0] == pytest.approx(2 * 12288 / 8)
 
 
-def test_activation_total_example_llama() -> None:
+@pytest.mark.parametrize(
+    ("dropout", "per_token_layer"),
+    [
+        # 8h/t + (4h + 4h kv/a)/t + 6f/t = 16,384 + 8,704 + 39,936 (Llama 3 trains without dropout)
+        (False, 65_024),
+        # Korthikanti's count adds two 1-byte dropout masks, 2h/t = 4,096
+        (True, 69_120),
+    ],
+)
+def test_activation_total_example_llama(dropout: bool, per_token_layer: int) -> None:
     """Docstring example: 65,024 B per token-layer x 8,192 x 8 layers x 16 in flight = 68.2 GB without dropout;
-    with dropout masks (Korthikanti's count) 69,120 B and 72.5 GB."""
-    no_dropout = dataclasses.replace(LLAMA3_405B, dropout=False)
+    with dropout masks 69,120 B and 72.5 GB."""
+    model = dataclasses.replace(LLAMA3_405B, dropout=dropout)
     total = memory.activation_bytes(
-        model=no_dropout,
+        model=model,
         seq_len=8192,
         microbatch_tokens=np.array([8192.0]),
         tp=np.array([8]),
@@ -108,27 +117,11 @@ def test_activation_total_example_llama() -> None:
         layers_on_stage=np.array([8]),
         in_flight=np.array([16.0]),
     )
-    # 8h/t + (4h + 4h kv/a)/t + 6f/t = 16,384 + 8,704 + 39,936: the two 1-byte masks (2h/t) are gone
-    assert total[0] == pytest.approx(65_024 * 8192 * 8 * 16)
-    assert total[0] / 1e9 == pytest.approx(68.2, abs=0.05)
+    assert total[0] == pytest.approx(per_token_layer * 8192 * 8 * 16)
+    assert total[0] / 1e9 == pytest.approx(68.2 if not dropout else 72.5, abs=0.05)
     assert memory.activation_traffic_bytes_per_token_layer(
-        model=no_dropout, seq_len=8192, tp=8, expert_tp=8, sequence_parallel=True, scores=False
-    ) == pytest.approx(65_024)
-    total = memory.activation_bytes(
-        model=LLAMA3_405B,
-        seq_len=8192,
-        microbatch_tokens=np.array([8192.0]),
-        tp=np.array([8]),
-        expert_tp=np.array([8]),
-        sequence_parallel=np.array([True]),
-        recompute=np.array([1]),
-        layers_on_stage=np.array([8]),
-        in_flight=np.array([16.0]),
-    )
-    assert total[0] == pytest.approx(69_120 * 8192 * 8 * 16)
-    assert memory.activation_traffic_bytes_per_token_layer(
-        model=LLAMA3_405B, seq_len=8192, tp=8, expert_tp=8, sequence_parallel=True, scores=False
-    ) == pytest.approx(69_120)
+        model=model, seq_len=8192, tp=8, expert_tp=8, sequence_parallel=True, scores=False
+    ) == pytest.approx(per_token_layer)
 
 
 def test_dense_and_expert_split() -> None:
