@@ -225,18 +225,20 @@ CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 SAMPLE_S = 2e-3
 
 
-def _batch_size(call: Any, clock: Any) -> int:
-    """Calls per sample: enough to last SAMPLE_S, from one timed call (after a warm-up call)."""
+def _batch_size(call: Any, clock: Any, sample_s: float) -> int:
+    """Calls per sample: enough to last ``sample_s``, from one timed call (after a warm-up call)."""
     call()
     t0 = clock()
     call()
-    return max(1, math.ceil(SAMPLE_S / max(clock() - t0, 1e-9)))
+    return max(1, math.ceil(sample_s / max(clock() - t0, 1e-9)))
 
 
-def time_ours(doc: dict[str, Any], repeats: int, clock: str = "cpu") -> list[float]:
+def time_ours(
+    doc: dict[str, Any], repeats: int, clock: str = "cpu", sample_s: float = SAMPLE_S
+) -> list[float]:
     """Seconds per full report in each of ``repeats`` samples (after warm-up calls)."""
     now = CLOCKS[clock]
-    batch = _batch_size(lambda: solve(doc), now)
+    batch = _batch_size(lambda: solve(doc), now, sample_s)
     times = []
     for _ in range(repeats):
         t0 = now()
@@ -286,14 +288,16 @@ def time_stages(doc: dict[str, Any], repeats: int) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in stages.items()}
 
 
-def time_both(python: str, repeats: int, clock: str = "cpu") -> dict[str, dict[str, list[float]]]:
+def time_both(
+    python: str, repeats: int, clock: str = "cpu", sample_s: float = SAMPLE_S
+) -> dict[str, dict[str, list[float]]]:
     """Per-call seconds of ours and mlsysim's, ``repeats`` alternating samples each, in one process of the
     mlsysim interpreter (the project's ``solvers`` is put on its path)."""
     payload = json.dumps(
         {
             "repeats": repeats,
             "clock": clock,
-            "sample_s": SAMPLE_S,
+            "sample_s": sample_s,
             "repo": str(REPO),
             "scenarios": [{"name": s["name"], "doc": s["doc"], "mlsysim": s["mlsysim"]} for s in SCENARIOS],
         }
@@ -318,6 +322,7 @@ def main() -> int:
         "--mlsysim-python", default=os.environ.get("MLSYSIM_PYTHON", "/tmp/mlsysim-venv/bin/python")
     )
     parser.add_argument("--repeats", type=int, default=200, help="samples per scenario and side")
+    parser.add_argument("--sample-ms", type=float, default=SAMPLE_S * 1e3, help="length of one sample (ms)")
     parser.add_argument(
         "--clock",
         choices=sorted(CLOCKS),
@@ -325,11 +330,14 @@ def main() -> int:
         help="cpu: the process's CPU time (time.process_time); wall: elapsed time (time.perf_counter)",
     )
     args = parser.parse_args()
-    both = time_both(args.mlsysim_python, args.repeats, args.clock)
+    sample_s = args.sample_ms / 1e3
+    both = time_both(args.mlsysim_python, args.repeats, args.clock, sample_s)
     own: dict[str, float] = {}
     cold: dict[str, float] = {}
     for s in SCENARIOS:
-        own[s["name"]] = statistics.median(time_ours(s["doc"], max(1, args.repeats // 2), args.clock))
+        own[s["name"]] = statistics.median(
+            time_ours(s["doc"], max(1, args.repeats // 2), args.clock, sample_s)
+        )
         cold[s["name"]] = statistics.median(time_ours_cold(s["doc"], max(1, args.repeats // 5), args.clock))
     print(
         f"{'scenario':<38} {'planner (us)':>13} {'own venv (us)':>14} {'cold (us)':>10} "
@@ -354,7 +362,7 @@ def main() -> int:
     print(
         "'planner' and 'mlsysim' ran in one process of the mlsysim interpreter, alternating samples; "
         "'own venv': ours in the project's interpreter; 'cold': every cache emptied before each call "
-        f"(single calls); {args.repeats} samples per side, each a batch of calls lasting ~{SAMPLE_S * 1e3:g} ms; "
+        f"(single calls); {args.repeats} samples per side, each a batch of calls lasting ~{sample_s * 1e3:g} ms; "
         f"clock: {args.clock}"
     )
     ours_median, theirs_median = statistics.median(ours_medians), statistics.median(theirs_medians)

@@ -18,6 +18,8 @@ from typing import TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from solvers.compute import maximum
+
 Num: TypeAlias = float | npt.NDArray[np.float64]
 
 DAYS_PER_YEAR = 365.0
@@ -78,4 +80,4 @@ def usd_per_million_tokens(*, total_usd: Num, tokens: Num) -> Num:
     Equation: $/Mtok = total / (tokens / 1e6).
     Example: $1.68 M for 1e11 tokens -> $16.8 per million tokens.
     """
-    return total_usd / (np.maximum(tokens, 1.0) / 1e6)
+    return total_usd / (maximum(tokens, 1.0) / 1e6)

@@ -28,7 +28,7 @@ from solvers import reliability as rel
 from solvers import sustainability as sus
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
 from solvers.ledger_defaults import DEFAULTS, GOODPUT_LEDGERS, INTERVAL_METHODS, MTBF_CONVENTIONS
-from solvers.plain import all_plain_finite, plain_key, to_plain
+from solvers.plain import all_plain_finite, fresh_entries, plain_key, read_only_entries, to_plain
 
 Num: TypeAlias = float | npt.NDArray[np.float64]
 
@@ -219,12 +219,8 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
         scalar = shape == ()
 
     if scalar:
-
-        def out(value: Num) -> Num:
-            number = float(value)
-            if number - number == 0.0:  # finite (inf - inf and NaN - NaN are NaN)
-                return number
-            raise SolverInternalError("the ledger produced a non-finite number")
+        # python floats; every block is checked for NaN and infinity in one walk at the end
+        out: Any = float
 
     else:
 
@@ -435,6 +431,9 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
         else out(0.0),
         "capex_total_usd": out(capex_total),
     }
+    blocks = (reliability, schedule, energy, carbon, tco)
+    if scalar and not all_plain_finite(blocks) and _any_non_finite(blocks):
+        raise SolverInternalError("the ledger produced a non-finite number")
     return LedgerResult(
         reliability=reliability,
         schedule=schedule,
@@ -444,6 +443,15 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
         assumptions=assumptions,
         warnings=warnings,
     )
+
+
+def _any_non_finite(value: Any) -> bool:
+    """True when a NaN or an infinity (python or numpy) is anywhere in ``value`` (dicts, lists, tuples)."""
+    if isinstance(value, dict):
+        return any(_any_non_finite(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(_any_non_finite(item) for item in value)
+    return isinstance(value, float | np.floating) and not math.isfinite(value)
 
 
 # The assumptions of a ledger depend on its scenario inputs only, never on the step: they are formatted once
@@ -458,25 +466,27 @@ _SCENARIO_FIELDS: tuple[str, ...] = tuple(
 )
 _scenario_values = operator.attrgetter(*_SCENARIO_FIELDS)
 _NOTES_CACHE_MAX = 1024
-_NOTES_CACHE: dict[bytes, tuple[dict[str, Any], ...]] = {}
+_NOTES_CACHE: dict[bytes, tuple[tuple[dict[str, Any], ...], tuple[int, ...]]] = {}
 
 
 def _checked_assumptions(inp: LedgerInputs) -> list[dict[str, Any]]:
-    """Validate ``inp`` (``ScenarioError`` naming the fields) and return its assumptions (fresh dicts)."""
+    """Validate ``inp`` (``ScenarioError`` naming the fields) and return its assumptions (a fresh list of
+    shared read-only entries, ``solvers.plain.ReadOnlyDict``)."""
     key = plain_key(_scenario_values(inp))
     notes = _NOTES_CACHE.get(key) if key is not None else None
     if notes is None:
         _validate(inp)
-        notes = tuple(_ledger_notes(inp))
-        if not all_plain_finite([note["value"] for note in notes]):
+        made = _ledger_notes(inp)
+        if not all_plain_finite([note["value"] for note in made]):
             raise SolverInternalError("a ledger assumption is not a plain finite value")
+        notes = read_only_entries(made)
         if key is not None:
             if len(_NOTES_CACHE) >= _NOTES_CACHE_MAX:
                 _NOTES_CACHE.clear()
             _NOTES_CACHE[key] = notes
     elif not _valid_step(inp):
         _validate(inp)  # names the broken per-layout value, or passes arrays that are valid
-    return list(map(dict.copy, notes))
+    return fresh_entries(*notes)
 
 
 def _valid_step(inp: LedgerInputs) -> bool:

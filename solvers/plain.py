@@ -25,7 +25,7 @@ def all_plain_finite(value: Any) -> bool:
     ``all_plain_finite([numpy.float32(1)])`` are False.
     """
     kind = type(value)
-    if kind is dict:
+    if kind is dict or kind is ReadOnlyDict:
         items = value.values()
     elif kind is list or kind is tuple:
         items = value
@@ -38,7 +38,7 @@ def all_plain_finite(value: Any) -> bool:
         if kind is float:
             if not _ISFINITE(item):
                 return False
-        elif kind is dict or kind is list or kind is tuple:
+        elif kind is dict or kind is list or kind is tuple or kind is ReadOnlyDict:
             if not all_plain_finite(item):
                 return False
         elif kind not in _PLAIN_LEAVES:
@@ -74,6 +74,65 @@ def to_plain(value: Any) -> Any:
 
 
 _EXACT = frozenset({str, int, float, bool, type(None)})
+
+
+class ReadOnlyDict(dict[str, Any]):
+    """A dict that refuses changes, so that one instance can be shared by every report that carries it.
+
+    The entries of the assumptions ledger are made once per distinct scenario (``solvers.schema``'s and
+    ``solvers.ledger``'s caches) and handed to every report as these: a report is ~110 of them, and copying
+    each one per report was a tenth of a report's time. Reading is a dict's; ``json`` writes one as an
+    object; ``==`` compares by content with any dict; ``copy()`` and ``dict(entry)`` give an ordinary,
+    editable dict; ``pickle``, ``copy.copy`` and ``copy.deepcopy`` give a ReadOnlyDict back. Every change
+    in place raises ``TypeError``. Hold only immutable values in one (a list value would stay editable).
+    Example: ``ReadOnlyDict({"key": "k", "value": 1.0})["value"] = 2.0`` raises TypeError.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a report's assumption entries are shared and read-only; edit a copy: dict(entry)")
+
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
+        return (ReadOnlyDict, (dict(self),))
+
+    def __copy__(self) -> ReadOnlyDict:
+        return self
+
+
+def read_only_entries(entries: Any) -> tuple[tuple[dict[str, Any], ...], tuple[int, ...]]:
+    """Assumption entries as ``ReadOnlyDict``s to share, and the indices of those whose value is a list or a
+    dict (``fresh_entries`` gives each of those its own copy every time)."""
+    shared: list[dict[str, Any]] = []
+    containers: list[int] = []
+    for entry in entries:
+        if type(entry.get("value")) in (list, dict):  # the cache keeps a copy of its own
+            containers.append(len(shared))
+            shared.append(ReadOnlyDict({**entry, "value": _json_copy(entry["value"])}))
+        else:
+            shared.append(entry if type(entry) is ReadOnlyDict else ReadOnlyDict(entry))
+    return tuple(shared), tuple(containers)
+
+
+def fresh_entries(shared: tuple[dict[str, Any], ...], containers: tuple[int, ...]) -> list[dict[str, Any]]:
+    """A new list of the shared entries; an entry with a list or dict value is rebuilt around a copy of it,
+    so that no caller can change what the next one gets."""
+    out = list(shared)
+    for i in containers:
+        entry = out[i]
+        out[i] = ReadOnlyDict({**entry, "value": _json_copy(entry["value"])})
+    return out
+
+
+def _json_copy(value: Any) -> Any:
+    """A copy of every dict and list in a JSON-like value (the leaves are immutable and shared)."""
+    if type(value) is list:
+        return [_json_copy(item) for item in value]
+    if type(value) is dict:
+        return {key: _json_copy(item) for key, item in value.items()}
+    return value
 
 
 class _PlainPickler(pickle.Pickler):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -111,8 +111,7 @@ def expected_failures(*, wall_clock_h: float, cluster_mtbf_h: float) -> float:
     return wall_clock_h / cluster_mtbf_h
 
 
-@dataclass(frozen=True)
-class GoodputShares:
+class GoodputShares(NamedTuple):
     """Shares of wall-clock time under one ledger; the four shares sum to 1 (before the floor)."""
 
     goodput: float  # useful compute / wall-clock
@@ -146,8 +145,8 @@ def goodput_shares(
 
     if ledger == "expected_loss":
         segment_s = interval_s + checkpoint_write_s
-        failures_per_segment = float(np.expm1(min(segment_s / mtbf_s, _MAX_EXPONENT)))
-        restart_factor = float(np.expm1(min(restart_s / mtbf_s, _MAX_EXPONENT)))
+        failures_per_segment = math.expm1(min(float(segment_s / mtbf_s), _MAX_EXPONENT))
+        restart_factor = math.expm1(min(float(restart_s / mtbf_s), _MAX_EXPONENT))
         work_phase_s = mtbf_s * failures_per_segment  # time in compute/write attempts per segment
         restarts_s = work_phase_s * restart_factor
         expected_s = work_phase_s + restarts_s

@@ -23,7 +23,7 @@ from solvers import engine
 from solvers.canonical import canonical_hash
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
 from solvers.ledger import LedgerInputs, compute_ledger
-from solvers.plain import all_plain_finite
+from solvers.plain import ReadOnlyDict, all_plain_finite
 from solvers.schema import SCHEMA_VERSION, Resolved, layout_from_batch, resolve
 from solvers.specs import LayoutBatch
 
@@ -104,7 +104,7 @@ def _ledger(resolved: Resolved, row: Mapping[str, Any]) -> Any:
 def _step_assumptions(resolved: Resolved) -> list[dict[str, Any]]:
     precision = resolved.training.precision
     peaks = resolved.cluster.accelerator.peak_tflops
-    return [
+    entries: list[dict[str, Any]] = [
         {
             "key": "step.model_flops_per_token",
             "value": "6 * active_params + 12 * layers * hidden * seq_len",
@@ -125,6 +125,7 @@ def _step_assumptions(resolved: Resolved) -> list[dict[str, Any]]:
             "source": "dense BF16 peak of the accelerator (DeepSeek-V3 quotes its FP8 run this way)",
         },
     ]
+    return [ReadOnlyDict(entry) for entry in entries]  # read-only, like every other assumption entry
 
 
 def compose_report(
@@ -218,24 +219,20 @@ def compose_report(
     }
     if search is not None:
         report["search"] = dict(search)
-    return _checked(report)
+    return _checked(report, row)
 
 
-# The engine's blocks. The ledger's (reliability, schedule, energy, carbon, tco) are not walked again:
-# compute_ledger passes every number through its own finite-float check and the rest are its labels.
-_NUMERIC_BLOCKS = ("step", "traffic", "memory")
-
-
-def _checked(report: dict[str, Any]) -> dict[str, Any]:
-    """``report`` unchanged when the engine's blocks hold plain finite JSON values; otherwise the slow walk
+def _checked(report: dict[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
+    """``report`` unchanged when the engine's row holds plain finite JSON values; otherwise the slow walk
     converts numpy scalars and names the first non-finite field (``SolverInternalError``).
 
-    The rest was checked where it was made: ``resolve`` refused every non-finite input and checked its
-    assumptions once, the ledger passes every number through a finite-float check and checks its
-    assumptions once per set of inputs, and the step assumptions are accelerator peaks that ``resolve``
-    checked.
+    The engine's blocks (step, traffic, memory) are made of the row's values and of ints, bools and names of
+    the layout, so one flat look at the row covers them. The rest was checked where it was made: ``resolve``
+    refused every non-finite input and checked its assumptions once, the ledger checks every block it
+    returns and its assumptions once per set of inputs, and the step assumptions are accelerator peaks that
+    ``resolve`` checked.
     """
-    if all_plain_finite([report[block] for block in _NUMERIC_BLOCKS]):
+    if type(row) is dict and all_plain_finite(row):
         return report
     return _plain_checked(report, "")
 

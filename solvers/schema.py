@@ -34,7 +34,7 @@ from solvers import catalog
 from solvers.canonical import canonical_json
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
 from solvers.ledger_defaults import DEFAULTS, GOODPUT_LEDGERS, INTERVAL_METHODS, MTBF_CONVENTIONS
-from solvers.plain import all_plain_finite, plain_key, to_plain
+from solvers.plain import all_plain_finite, fresh_entries, plain_key, read_only_entries, to_plain
 from solvers.specs import (
     GRAD_REDUCE_DTYPES,
     OPTIMIZERS,
@@ -1342,6 +1342,24 @@ def layout_batch(layouts: list[dict[str, Any]]) -> LayoutBatch:
 
 def layout_from_batch(batch: LayoutBatch, i: int) -> dict[str, Any]:
     """Row ``i`` of a LayoutBatch as a resolved layout dict (the inverse of ``layout_batch``)."""
+    if i == 0 and len(batch) == 1:  # one layout: its python scalars, kept on a read-only batch
+        one = batch.single
+        return {
+            "tp": one.tp,
+            "pp": one.pp,
+            "cp": one.cp,
+            "ep": one.ep,
+            "dp": one.dp,
+            "microbatch_seqs": one.microbatch_seqs,
+            "schedule": SCHEDULES[one.schedule],
+            "virtual_stages": one.virtual_stages,
+            "sequence_parallel": one.sequence_parallel,
+            "zero_stage": one.zero_stage,
+            "fsdp_reshard_after_forward": one.fsdp_reshard_after_forward,
+            "expert_tp": one.expert_tp,
+            "recompute": RECOMPUTE_POLICIES[one.recompute],
+            "grad_reduce_dtype": "fp32" if one.grad_reduce_fp32 else "bf16",
+        }
     return {
         "tp": int(batch.tp[i]),
         "pp": int(batch.pp[i]),
@@ -1696,8 +1714,16 @@ def resolve(document: Any) -> Resolved:
     if key is not None:
         if len(_RESOLVED_CACHE) >= _RESOLVED_CACHE_MAX:
             _RESOLVED_CACHE.clear()
-        _RESOLVED_CACHE[key] = _to_cache(resolved)
-    return resolved
+        entry = _to_cache(resolved)
+        _RESOLVED_CACHE[key] = entry
+        return _from_cache(entry)  # the same kind of Resolved as every later hit
+    return _with_read_only_entries(resolved)
+
+
+def _with_read_only_entries(resolved: Resolved) -> Resolved:
+    """``resolved`` with its assumption entries as ``ReadOnlyDict``s, as a cached Resolved has them."""
+    shared, containers = read_only_entries(resolved.assumptions)
+    return dataclasses.replace(resolved, assumptions=fresh_entries(shared, containers))
 
 
 _CopyPlan = tuple[bool, list[tuple[Any, Any]]]
@@ -1711,11 +1737,13 @@ _CopyPlan = tuple[bool, list[tuple[Any, Any]]]
 # are edited (every price book, every comparison), so a resolved document is kept, keyed by
 # ``solvers.plain.plain_key`` (a pickle of exact JSON types only: 1, 1.0, true and -0.0 stay apart, equal keys
 # mean equal content of equal types, a reordered document is merely a miss, anything else is not cached).
-# The immutable parts (frozen specs, read-only layout arrays, strings and numbers) are shared; every dict and
-# list (document, ledger fields, assumptions, warnings) is copied on each hit, so a caller that edits its
-# report cannot change the next one. Documents with errors raise before they are stored.
+# The immutable parts (frozen specs, read-only layout arrays, strings and numbers, and the assumption entries,
+# which are read-only dicts: ``solvers.plain.ReadOnlyDict``) are shared; every other dict and list (document,
+# ledger fields, the assumptions list, warnings, a list-valued assumption's value) is copied on each hit, so a
+# caller that edits its report cannot change the next one. Documents with errors raise before they are stored.
 _RESOLVED_CACHE_MAX = 256  # some 40 kB each in memory (document, assumptions, specs)
-_RESOLVED_CACHE: dict[bytes, tuple[Resolved, _CopyPlan, _CopyPlan, _CopyPlan]] = {}
+_CacheEntry = tuple["Resolved", _CopyPlan, tuple[tuple[dict[str, Any], ...], tuple[int, ...]], _CopyPlan]
+_RESOLVED_CACHE: dict[bytes, _CacheEntry] = {}
 
 
 def _copy_plan(value: Any) -> _CopyPlan:
@@ -1746,24 +1774,23 @@ def _copy_with(value: Any, plan: _CopyPlan) -> Any:
     return out
 
 
-def _to_cache(resolved: Resolved) -> tuple[Resolved, _CopyPlan, _CopyPlan, _CopyPlan]:
+def _to_cache(resolved: Resolved) -> _CacheEntry:
     resolved.layouts.freeze()
     # The cache keeps its own copies: the caller owns (and may edit) the Resolved it was handed.
-    document, assumptions, ledger_fields = _copied(
-        (resolved.document, resolved.assumptions, resolved.ledger_fields)
-    )
+    document, ledger_fields = _copied((resolved.document, resolved.ledger_fields))
+    shared, containers = read_only_entries(resolved.assumptions)
     kept = dataclasses.replace(
         resolved,
         document=document,
         ledger_fields=ledger_fields,
-        assumptions=assumptions,
+        assumptions=list(shared),
         warnings=list(resolved.warnings),
     )
-    return kept, _copy_plan(document), _copy_plan(assumptions), _copy_plan(ledger_fields)
+    return kept, _copy_plan(document), (shared, containers), _copy_plan(ledger_fields)
 
 
-def _from_cache(hit: tuple[Resolved, _CopyPlan, _CopyPlan, _CopyPlan]) -> Resolved:
-    kept, document_plan, assumptions_plan, ledger_plan = hit
+def _from_cache(hit: _CacheEntry) -> Resolved:
+    kept, document_plan, (shared, containers), ledger_plan = hit
     return Resolved(
         document=_copy_with(kept.document, document_plan),
         model=kept.model,
@@ -1772,7 +1799,7 @@ def _from_cache(hit: tuple[Resolved, _CopyPlan, _CopyPlan, _CopyPlan]) -> Resolv
         layouts=kept.layouts,
         layout_auto=kept.layout_auto,
         ledger_fields=_copy_with(kept.ledger_fields, ledger_plan),
-        assumptions=_copy_with(kept.assumptions, assumptions_plan),
+        assumptions=fresh_entries(shared, containers),
         warnings=list(kept.warnings),
         input_hash=kept.input_hash,
     )

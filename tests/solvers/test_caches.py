@@ -49,7 +49,11 @@ def test_editing_a_report_leaves_the_next_one_alone() -> None:
     first["scenario"]["cluster"]["reliability"]["other_mttf_h"].append(5.0)
     first["scenario"]["model"]["layers"] = 3
     for entry in first["assumptions"]:
-        entry["value"] = "edited"
+        with pytest.raises(TypeError, match="read-only"):
+            entry["value"] = "edited"
+        if isinstance(entry["value"], list):  # a list value is the report's own
+            entry["value"].append(5.0)
+    first["assumptions"].pop()
     first["reliability"]["lost_h"]["rework"] = -1.0
     first["warnings"].append("edited")
     second = solve(DOC)
@@ -97,7 +101,12 @@ def test_ledger_inputs_equal_in_value_but_not_in_type_are_validated_again() -> N
 
 def test_ledger_assumptions_are_fresh_for_every_result() -> None:
     first = compute_ledger(make_inputs())
-    first.assumptions[0]["value"] = "edited"
+    with pytest.raises(TypeError):
+        first.assumptions[0]["value"] = "edited"
+    with pytest.raises(TypeError):
+        first.assumptions[0].update(value="edited")
+    editable = first.assumptions[0].copy()
+    editable["value"] = "edited"  # a copy is an ordinary dict
     first.assumptions.clear()
     second = compute_ledger(make_inputs())
     ledger._NOTES_CACHE.clear()

@@ -576,7 +576,10 @@ def test_cached_parts_are_fresh_copies_and_keep_types_apart() -> None:
     first = resolve(base_doc())
     first.document["cluster"]["reliability"]["other_mttf_h"].append(1.0)
     first.document["model"]["layers"] = 1
-    first.assumptions[0]["value"] = "changed"
+    with pytest.raises(TypeError):
+        first.assumptions[0]["value"] = "changed"
+    first.assumptions.pop(0)
+    next(a for a in first.assumptions if isinstance(a["value"], list))["value"].append(2.0)
     first.ledger_fields["gpus"] = 3
     second = resolve(base_doc())
     fresh = resolve(copy.deepcopy(base_doc()))
