@@ -396,6 +396,8 @@ def evaluate_one(
         if layouts.read_only:
             layouts.__dict__["_passed_rules"] = (model, cluster, training)
     values = _step(model=model, cluster=cluster, training=training, lay=lay)
+    if tuple(values) == _FIELD_NAMES and tuple(map(type, values.values())) == _ROW_TYPES:
+        return values, None  # already python scalars of the row's types (the usual case)
     row: dict[str, float | int | bool] = {name: plain(values[name]) for name, plain in _PLAIN_TYPES}
     return row, None
 
@@ -419,6 +421,8 @@ _PLAIN_TYPES: tuple[tuple[str, type], ...] = tuple(
     (name, float if kind is np.float64 else int if kind is np.int64 else bool)
     for name, kind in _DTYPES.items()
 )
+
+_ROW_TYPES: tuple[type, ...] = tuple(plain for _, plain in _PLAIN_TYPES)
 
 _FLOAT_NAMES: tuple[str, ...] = tuple(name for name in _FIELD_NAMES if _DTYPES[name] is np.float64)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import math
 import pickle
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -154,9 +155,22 @@ def plain_key(value: Any) -> bytes | None:
     Equal keys mean equal content of equal types: pickle tells 1, 1.0, True and -0.0 apart. A reordered dict
     gives another key (a miss, never a wrong hit).
     """
-    buffer = io.BytesIO()
+    # One pickler and buffer per thread, reused: making them is half the cost of keying a scenario. A dump
+    # runs no code of ours but reducer_override (which raises at once), so it is never re-entered.
+    state: tuple[io.BytesIO, _PlainPickler] | None = getattr(_PICKLERS, "state", None)
+    if state is None:
+        buffer = io.BytesIO()
+        state = _PICKLERS.state = (buffer, _PlainPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL))
+    buffer, pickler = state
+    buffer.seek(0)
+    buffer.truncate()
+    pickler.clear_memo()
     try:
-        _PlainPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+        pickler.dump(value)
     except (_NotPlain, pickle.PicklingError, RecursionError, TypeError):
+        _PICKLERS.state = None  # a dump that stopped half-way leaves nothing behind for the next one
         return None
     return buffer.getvalue()
+
+
+_PICKLERS = threading.local()
