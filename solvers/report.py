@@ -31,9 +31,6 @@ from solvers.specs import LayoutBatch
 SOLVER_VERSION = "1.2.0"
 
 DIMS: tuple[str, ...] = ("tp", "cp", "pp", "dp", "ep")
-_COMM_KEYS = tuple((d, f"comm_s_{d}") for d in DIMS)
-_EXPOSED_KEYS = tuple((d, f"exposed_comm_s_{d}") for d in DIMS)
-_BYTES_KEYS = tuple((d, f"bytes_per_gpu_{d}") for d in DIMS)
 _GB = 1e9
 
 
@@ -101,9 +98,17 @@ def _ledger(resolved: Resolved, row: Mapping[str, Any]) -> Any:
     return compute_ledger(inputs)
 
 
-def _step_assumptions(resolved: Resolved) -> list[dict[str, Any]]:
+def _step_assumptions(resolved: Resolved) -> tuple[dict[str, Any], ...]:
+    """The step's conventions; read-only entries kept on the (frozen, never changing) cluster spec."""
     precision = resolved.training.precision
-    peaks = resolved.cluster.accelerator.peak_tflops
+    kept: dict[str, tuple[dict[str, Any], ...]] = resolved.cluster.__dict__.setdefault("_step_notes", {})
+    notes = kept.get(precision)
+    if notes is None:
+        notes = kept[precision] = _make_step_assumptions(resolved.cluster.accelerator.peak_tflops, precision)
+    return notes
+
+
+def _make_step_assumptions(peaks: Mapping[str, float], precision: str) -> tuple[dict[str, Any], ...]:
     entries: list[dict[str, Any]] = [
         {
             "key": "step.model_flops_per_token",
@@ -125,7 +130,7 @@ def _step_assumptions(resolved: Resolved) -> list[dict[str, Any]]:
             "source": "dense BF16 peak of the accelerator (DeepSeek-V3 quotes its FP8 run this way)",
         },
     ]
-    return [ReadOnlyDict(entry) for entry in entries]  # read-only, like every other assumption entry
+    return tuple(ReadOnlyDict(entry) for entry in entries)  # read-only, like every other assumption entry
 
 
 def compose_report(
@@ -182,8 +187,20 @@ def compose_report(
         "step": {
             "model_flops_per_token": row["model_flops_per_token"],
             "compute_s": row["compute_s"],
-            "comm_s": {d: row[key] for d, key in _COMM_KEYS},
-            "exposed_comm_s": {d: row[key] for d, key in _EXPOSED_KEYS},
+            "comm_s": {
+                "tp": row["comm_s_tp"],
+                "cp": row["comm_s_cp"],
+                "pp": row["comm_s_pp"],
+                "dp": row["comm_s_dp"],
+                "ep": row["comm_s_ep"],
+            },
+            "exposed_comm_s": {
+                "tp": row["exposed_comm_s_tp"],
+                "cp": row["exposed_comm_s_cp"],
+                "pp": row["exposed_comm_s_pp"],
+                "dp": row["exposed_comm_s_dp"],
+                "ep": row["exposed_comm_s_ep"],
+            },
             "bubble_s": row["bubble_s"],
             "bubble_fraction": row["bubble_fraction"],
             "step_s": row["step_s"],
@@ -195,7 +212,13 @@ def compose_report(
             "roofline_bound": roofline,
         },
         "traffic": {
-            "bytes_per_gpu": {d: row[key] for d, key in _BYTES_KEYS},
+            "bytes_per_gpu": {
+                "tp": row["bytes_per_gpu_tp"],
+                "cp": row["bytes_per_gpu_cp"],
+                "pp": row["bytes_per_gpu_pp"],
+                "dp": row["bytes_per_gpu_dp"],
+                "ep": row["bytes_per_gpu_ep"],
+            },
             "nic_duty_cycle": row["nic_duty_cycle"],
             "burst_bytes": row["burst_bytes"],
         },
@@ -208,11 +231,12 @@ def compose_report(
             "capacity_bytes": row["capacity_bytes"],
             "fits": fits,
         },
-        "reliability": dict(ledger.reliability),
-        "schedule": dict(ledger.schedule),
-        "energy": dict(ledger.energy),
-        "carbon": dict(ledger.carbon),
-        "tco": dict(ledger.tco),
+        # compute_ledger made these dicts for this report alone
+        "reliability": ledger.reliability,
+        "schedule": ledger.schedule,
+        "energy": ledger.energy,
+        "carbon": ledger.carbon,
+        "tco": ledger.tco,
         "assumptions": [*resolved.assumptions, *_step_assumptions(resolved), *ledger.assumptions],
         "warnings": warnings,
         "scenario": resolved.document,
