@@ -183,7 +183,7 @@ def ledger_inputs_with_defaults(*, region: str | None = None, **given: Any) -> L
     return LedgerInputs(**values)
 
 
-def compute_ledger(inp: LedgerInputs) -> LedgerResult:
+def compute_ledger(inp: LedgerInputs, *, notes: LedgerNotes | None = None) -> LedgerResult:
     """Reliability, schedule, energy, carbon, water and TCO of one scenario over one or many layouts.
 
     Equations (each in the module named): node MTBF in series and cluster MTBF = node / nodes
@@ -196,7 +196,12 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
     node MTBF 4,285.71 h, cluster 66.96 h, checkpoint 988.4 GB written in 141.2 s, interval 2.27 h (daly)
     or 2.29 h (young).
     """
-    assumptions = _checked_assumptions(inp)
+    if notes is None:
+        assumptions = _checked_assumptions(inp)
+    else:  # ``ledger_notes`` checked these scenario values already; the step values are checked here
+        if not _valid_step(inp):
+            _validate(inp)
+        assumptions = fresh_entries(*notes)
     warnings: list[str] = []
 
     # One layout (python scalars) runs on python floats, the way the step engine runs a batch of one: the
@@ -467,6 +472,21 @@ _SCENARIO_FIELDS: tuple[str, ...] = tuple(
 _scenario_values = operator.attrgetter(*_SCENARIO_FIELDS)
 _NOTES_CACHE_MAX = 1024
 _NOTES_CACHE: dict[bytes, tuple[tuple[dict[str, Any], ...], tuple[int, ...]]] = {}
+
+
+LedgerNotes: TypeAlias = tuple[tuple[dict[str, Any], ...], tuple[int, ...]]
+"""The assumptions of one set of scenario values: read-only entries, and those with a list value."""
+
+
+def ledger_notes(inp: LedgerInputs) -> LedgerNotes:
+    """Validate ``inp`` (``ScenarioError`` naming the fields) and return the assumptions of its scenario
+    values, for ``compute_ledger(..., notes=)`` on inputs with these very scenario values (only the three
+    per-layout values may differ). A caller that keeps them for a scenario that never changes (a cached
+    resolved scenario) skips keying the notes cache on every report."""
+    _checked_assumptions(inp)
+    key = plain_key(_scenario_values(inp))
+    kept = _NOTES_CACHE.get(key) if key is not None else None
+    return kept if kept is not None else read_only_entries(_ledger_notes(inp))
 
 
 def _checked_assumptions(inp: LedgerInputs) -> list[dict[str, Any]]:

@@ -22,9 +22,9 @@ import numpy as np
 from solvers import engine
 from solvers.canonical import canonical_hash
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
-from solvers.ledger import LedgerInputs, compute_ledger
+from solvers.ledger import LedgerInputs, compute_ledger, ledger_notes
 from solvers.plain import ReadOnlyDict
-from solvers.schema import SCHEMA_VERSION, Resolved, layout_from_batch, resolve
+from solvers.schema import SCHEMA_VERSION, Resolved, layout_from_batch, resolve, resolve_shared
 from solvers.specs import LayoutBatch
 
 # Changes whenever any number that a given input produces changes (see the CHANGELOG, "solver changes").
@@ -88,14 +88,21 @@ def _pick_layout(resolved: Resolved) -> tuple[LayoutBatch, Any, int, dict[str, A
     return best, columns, 0, summary
 
 
-def _ledger(resolved: Resolved, row: Mapping[str, Any]) -> Any:
+def _ledger(resolved: Resolved, row: Mapping[str, Any], *, shared: bool = False) -> Any:
+    """The ledger of ``resolved`` at the step of ``row``. ``shared``: ``resolved`` is the cache's own (its
+    ledger fields never change), so the checked notes of its scenario values are kept on it."""
     inputs = LedgerInputs(
         step_s=float(row["step_s"]),
         gpu_busy_fraction=float(row["gpu_busy_fraction"]),
         tokens_per_step=float(resolved.training.global_batch_tokens),
         **resolved.ledger_fields,
     )
-    return compute_ledger(inputs)
+    if not shared:
+        return compute_ledger(inputs)
+    notes = resolved.__dict__.get("_ledger_notes")
+    if notes is None:
+        notes = resolved.__dict__["_ledger_notes"] = ledger_notes(inputs)
+    return compute_ledger(inputs, notes=notes)
 
 
 def _step_assumptions(resolved: Resolved) -> tuple[dict[str, Any], ...]:
@@ -144,9 +151,31 @@ def compose_report(
     """The report document from a resolved scenario, one engine row and its ledger result.
 
     ``row`` holds python scalars (``evaluate_one`` or ``StepColumns.row``); anything else in the engine's
-    blocks is caught and converted by ``_checked``.
+    blocks is caught and converted by ``_checked``. The report takes ``resolved``'s document and assumptions
+    as they are (a Resolved from ``resolve`` is the caller's own).
     """
+    return _compose(
+        resolved,
+        layout,
+        row,
+        ledger,
+        search,
+        document=resolved.document,
+        assumptions=resolved.assumptions,
+    )
 
+
+def _compose(
+    resolved: Resolved,
+    layout: Mapping[str, Any],
+    row: Mapping[str, Any],
+    ledger: Any,
+    search: Mapping[str, Any] | None,
+    *,
+    document: dict[str, Any],
+    assumptions: list[dict[str, Any]],
+) -> dict[str, Any]:
+    # ``document`` and ``assumptions`` become the report's own: fresh copies when ``resolved`` is shared.
     warnings = list(resolved.warnings)
     fits = bool(row["fits"])
     roofline = bool(row.get("roofline_bound", False))
@@ -166,7 +195,7 @@ def compose_report(
     report: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "solver_version": SOLVER_VERSION,
-        "input_hash": resolved.input_hash or canonical_hash(resolved.document),
+        "input_hash": resolved.input_hash or canonical_hash(document),
         "layout": {
             "tp": int(layout["tp"]),
             "pp": int(layout["pp"]),
@@ -237,9 +266,9 @@ def compose_report(
         "energy": ledger.energy,
         "carbon": ledger.carbon,
         "tco": ledger.tco,
-        "assumptions": [*resolved.assumptions, *_step_assumptions(resolved), *ledger.assumptions],
+        "assumptions": [*assumptions, *_step_assumptions(resolved), *ledger.assumptions],
         "warnings": warnings,
-        "scenario": resolved.document,
+        "scenario": document,
     }
     if search is not None:
         report["search"] = dict(search)
@@ -300,7 +329,23 @@ def solve(document: Any) -> dict[str, Any]:
     Example: ``solve({"model": {"preset": "llama3-8b"}, "cluster": {"node": "dgx-h100", "gpus": 64}})``
     returns a report whose ``step.step_s`` is the time of one optimizer step of a ~4M-token batch.
     """
-    return solve_resolved(resolve(document))
+    shared = resolve_shared(document)
+    if shared is None:  # not a cache key: a Resolved of its own
+        return solve_resolved(resolve(document))
+    # The cache's own Resolved is read, never changed; the report gets copies of its document and assumptions.
+    resolved = shared.resolved
+    layouts, columns, index, search = _pick_layout(resolved)
+    row = columns.row(index)
+    ledger = _ledger(resolved, row, shared=True)
+    return _compose(
+        resolved,
+        layout_from_batch(layouts, index),
+        row,
+        ledger,
+        search,
+        document=shared.document(),
+        assumptions=shared.assumptions(),
+    )
 
 
 def solve_many(documents: Iterable[Any]) -> list[dict[str, Any]]:

@@ -26,7 +26,7 @@ import hashlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -1704,20 +1704,32 @@ def resolve(document: Any) -> Resolved:
     keys, the GPU count split (tp*cp*pp divides gpus) and the batch's multiple of the sequence length.
 
     A document seen before (the same content, types included) is not parsed again: see ``_RESOLVED_CACHE``.
+    The Resolved returned is the caller's own: its dicts and lists are fresh copies.
+    """
+    shared = resolve_shared(document)
+    if shared is not None:
+        return shared.copy()
+    return _with_read_only_entries(_resolve(document))
+
+
+def resolve_shared(document: Any) -> SharedResolved | None:
+    """The cache's own entry for ``document`` (resolved and kept on a first sight), or None when the document
+    cannot be a cache key (not made of exact JSON types; ``resolve`` then parses it every time).
+
+    Nothing is copied: the entry's Resolved is shared with every later call, so it is only for a caller that
+    reads it and hands on copies (``document()``, ``assumptions()``), as ``solvers.report.solve`` does.
+    Raises ``ScenarioError`` like ``resolve``.
     """
     key = plain_key(document)
-    if key is not None:
-        hit = _RESOLVED_CACHE.get(key)
-        if hit is not None:
-            return _from_cache(hit)
-    resolved = _resolve(document)
-    if key is not None:
+    if key is None:
+        return None
+    hit = _RESOLVED_CACHE.get(key)
+    if hit is None:
+        hit = _to_cache(_resolve(document))
         if len(_RESOLVED_CACHE) >= _RESOLVED_CACHE_MAX:
             _RESOLVED_CACHE.clear()
-        entry = _to_cache(resolved)
-        _RESOLVED_CACHE[key] = entry
-        return _from_cache(entry)  # the same kind of Resolved as every later hit
-    return _with_read_only_entries(resolved)
+        _RESOLVED_CACHE[key] = hit
+    return hit
 
 
 def _with_read_only_entries(resolved: Resolved) -> Resolved:
@@ -1742,8 +1754,7 @@ _CopyPlan = tuple[bool, list[tuple[Any, Any]]]
 # ledger fields, the assumptions list, warnings, a list-valued assumption's value) is copied on each hit, so a
 # caller that edits its report cannot change the next one. Documents with errors raise before they are stored.
 _RESOLVED_CACHE_MAX = 256  # some 40 kB each in memory (document, assumptions, specs)
-_CacheEntry = tuple["Resolved", _CopyPlan, tuple[tuple[dict[str, Any], ...], tuple[int, ...]], _CopyPlan]
-_RESOLVED_CACHE: dict[bytes, _CacheEntry] = {}
+_RESOLVED_CACHE: dict[bytes, SharedResolved] = {}
 
 
 def _copy_plan(value: Any) -> _CopyPlan:
@@ -1774,35 +1785,53 @@ def _copy_with(value: Any, plan: _CopyPlan) -> Any:
     return out
 
 
-def _to_cache(resolved: Resolved) -> _CacheEntry:
+class SharedResolved(NamedTuple):
+    """A resolved scenario as the cache keeps it. ``resolved`` shares its document, ledger fields,
+    assumptions and warnings with every caller of ``resolve_shared``: read it, never change it. ``copy()`` is
+    a Resolved of the caller's own; ``document()`` and ``assumptions()`` are fresh copies of those two alone.
+    """
+
+    resolved: Resolved
+    document_plan: _CopyPlan
+    ledger_plan: _CopyPlan
+    entries: tuple[dict[str, Any], ...]  # read-only assumption entries (solvers.plain.ReadOnlyDict)
+    containers: tuple[int, ...]  # entries whose value is a list or a dict (copied for each caller)
+
+    def document(self) -> dict[str, Any]:
+        return _copy_with(self.resolved.document, self.document_plan)
+
+    def assumptions(self) -> list[dict[str, Any]]:
+        return fresh_entries(self.entries, self.containers)
+
+    def copy(self) -> Resolved:
+        kept = self.resolved
+        return Resolved(
+            document=self.document(),
+            model=kept.model,
+            cluster=kept.cluster,
+            training=kept.training,
+            layouts=kept.layouts,
+            layout_auto=kept.layout_auto,
+            ledger_fields=_copy_with(kept.ledger_fields, self.ledger_plan),
+            assumptions=self.assumptions(),
+            warnings=list(kept.warnings),
+            input_hash=kept.input_hash,
+        )
+
+
+def _to_cache(resolved: Resolved) -> SharedResolved:
     resolved.layouts.freeze()
-    # The cache keeps its own copies: the caller owns (and may edit) the Resolved it was handed.
+    # The cache keeps its own copies: whoever made ``resolved`` may still hold (and edit) it.
     document, ledger_fields = _copied((resolved.document, resolved.ledger_fields))
-    shared, containers = read_only_entries(resolved.assumptions)
+    entries, containers = read_only_entries(resolved.assumptions)
     kept = dataclasses.replace(
         resolved,
         document=document,
         ledger_fields=ledger_fields,
-        assumptions=list(shared),
+        assumptions=list(entries),
         warnings=list(resolved.warnings),
     )
-    return kept, _copy_plan(document), (shared, containers), _copy_plan(ledger_fields)
-
-
-def _from_cache(hit: _CacheEntry) -> Resolved:
-    kept, document_plan, (shared, containers), ledger_plan = hit
-    return Resolved(
-        document=_copy_with(kept.document, document_plan),
-        model=kept.model,
-        cluster=kept.cluster,
-        training=kept.training,
-        layouts=kept.layouts,
-        layout_auto=kept.layout_auto,
-        ledger_fields=_copy_with(kept.ledger_fields, ledger_plan),
-        assumptions=fresh_entries(shared, containers),
-        warnings=list(kept.warnings),
-        input_hash=kept.input_hash,
-    )
+    return SharedResolved(kept, _copy_plan(document), _copy_plan(ledger_fields), entries, containers)
 
 
 def _resolve(document: Any) -> Resolved:

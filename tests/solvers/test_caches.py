@@ -176,3 +176,40 @@ def test_only_plain_json_documents_are_cached() -> None:
         pass
 
     assert plain_key({**DOC, "site": {"region": Region("quebec")}}) is None
+
+
+def test_a_document_that_cannot_be_a_key_solves_alike_and_is_not_kept() -> None:
+    from collections import OrderedDict
+
+    cold = _cold_solve(DOC)
+    kept = len(schema._RESOLVED_CACHE)
+    ordered = {**copy.deepcopy(DOC), "site": OrderedDict(region="quebec")}
+    for _ in range(2):
+        assert solve(ordered) == cold
+    assert len(schema._RESOLVED_CACHE) == kept
+    assert type(solve(ordered)["assumptions"][0]) is type(cold["assumptions"][0])
+
+
+def test_shared_resolution_hands_out_copies_and_keeps_its_own() -> None:
+    shared = schema.resolve_shared(copy.deepcopy(DOC))
+    assert shared is not None and schema.resolve_shared(copy.deepcopy(DOC)) is shared
+    document, assumptions = shared.document(), shared.assumptions()
+    assert document == shared.resolved.document and document is not shared.resolved.document
+    document["model"]["layers"] = 1
+    listed = next(a for a in assumptions if isinstance(a["value"], list))
+    listed["value"].append(7.0)
+    assert shared.document()["model"]["layers"] != 1
+    assert 7.0 not in next(a for a in shared.assumptions() if a["key"] == listed["key"])["value"]
+
+
+def test_ledger_with_kept_notes_equals_the_ledger_without() -> None:
+    inputs = make_inputs()
+    notes = ledger.ledger_notes(inputs)
+    with_notes = compute_ledger(inputs, notes=notes)
+    without = compute_ledger(make_inputs())
+    assert with_notes == without
+    with pytest.raises(ScenarioError) as info:
+        compute_ledger(make_inputs(step_s=float("inf")), notes=notes)
+    assert [e.path for e in info.value.errors] == ["step.step_s"]
+    with pytest.raises(ScenarioError):
+        ledger.ledger_notes(make_inputs(gpus=0))
