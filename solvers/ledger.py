@@ -14,6 +14,7 @@ checkpoint figures do not depend on the layout and are broadcast for uniformity.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 from dataclasses import dataclass, field
@@ -183,7 +184,12 @@ def ledger_inputs_with_defaults(*, region: str | None = None, **given: Any) -> L
     return LedgerInputs(**values)
 
 
-def compute_ledger(inp: LedgerInputs, *, notes: LedgerNotes | None = None) -> LedgerResult:
+def compute_ledger(
+    inp: LedgerInputs,
+    *,
+    notes: LedgerNotes | None = None,
+    step: tuple[Num, Num, Num] | None = None,
+) -> LedgerResult:
     """Reliability, schedule, energy, carbon, water and TCO of one scenario over one or many layouts.
 
     Equations (each in the module named): node MTBF in series and cluster MTBF = node / nodes
@@ -195,31 +201,37 @@ def compute_ledger(inp: LedgerInputs, *, notes: LedgerNotes | None = None) -> Le
     Example: 512 H100, Llama-3-70B (70.6e9 params, Adam bf16), one writer at 7 GB/s, 30-day window:
     node MTBF 4,285.71 h, cluster 66.96 h, checkpoint 988.4 GB written in 141.2 s, interval 2.27 h (daly)
     or 2.29 h (young).
+
+    ``notes`` (from ``ledger_notes``) are the checked assumptions of ``inp``'s scenario values, kept by a
+    caller that solves one scenario again and again; with them, ``step`` may give the per-layout values
+    ``(step_s, gpu_busy_fraction, tokens_per_step)`` in place of ``inp``'s, so that one LedgerInputs serves
+    every layout of that scenario.
     """
+    if step is None:
+        step = (inp.step_s, inp.gpu_busy_fraction, inp.tokens_per_step)
+    elif notes is None:
+        raise ValueError("compute_ledger: step= is for a caller that passes the scenario's notes= too")
+    step_in, busy_in, tokens_in = step
     if notes is None:
         assumptions = _checked_assumptions(inp)
     else:  # ``ledger_notes`` checked these scenario values already; the step values are checked here
-        if not _valid_step(inp):
-            _validate(inp)
+        if not _valid_step(step_in, busy_in, tokens_in):
+            _validate(_with_step(inp, step))
         assumptions = fresh_entries(*notes)
     warnings: list[str] = []
 
     # One layout (python scalars) runs on python floats, the way the step engine runs a batch of one: the
     # same IEEE-754 operations as on 0-d arrays, so the same bits, without numpy's per-operation overhead.
-    scalar = (
-        type(inp.step_s) in _SCALARS
-        and type(inp.gpu_busy_fraction) in _SCALARS
-        and type(inp.tokens_per_step) in _SCALARS
-    )
+    scalar = type(step_in) in _SCALARS and type(busy_in) in _SCALARS and type(tokens_in) in _SCALARS
     if scalar:
-        step_s: Any = float(inp.step_s)
-        busy: Any = float(inp.gpu_busy_fraction)
-        tokens_per_step: Any = float(inp.tokens_per_step)
+        step_s: Any = float(step_in)
+        busy: Any = float(busy_in)
+        tokens_per_step: Any = float(tokens_in)
         shape: tuple[int, ...] = ()
     else:
-        step_s = np.asarray(inp.step_s, dtype=np.float64)
-        busy = np.asarray(inp.gpu_busy_fraction, dtype=np.float64)
-        tokens_per_step = np.asarray(inp.tokens_per_step, dtype=np.float64)
+        step_s = np.asarray(step_in, dtype=np.float64)
+        busy = np.asarray(busy_in, dtype=np.float64)
+        tokens_per_step = np.asarray(tokens_in, dtype=np.float64)
         shape = np.broadcast_shapes(step_s.shape, busy.shape, tokens_per_step.shape)
         scalar = shape == ()
 
@@ -504,14 +516,18 @@ def _checked_assumptions(inp: LedgerInputs) -> list[dict[str, Any]]:
             if len(_NOTES_CACHE) >= _NOTES_CACHE_MAX:
                 _NOTES_CACHE.clear()
             _NOTES_CACHE[key] = notes
-    elif not _valid_step(inp):
+    elif not _valid_step(inp.step_s, inp.gpu_busy_fraction, inp.tokens_per_step):
         _validate(inp)  # names the broken per-layout value, or passes arrays that are valid
     return fresh_entries(*notes)
 
 
-def _valid_step(inp: LedgerInputs) -> bool:
+def _with_step(inp: LedgerInputs, step: tuple[Num, Num, Num]) -> LedgerInputs:
+    step_s, busy, tokens = step
+    return dataclasses.replace(inp, step_s=step_s, gpu_busy_fraction=busy, tokens_per_step=tokens)
+
+
+def _valid_step(step_s: Any, busy: Any, tokens: Any) -> bool:
     """True when the three per-layout values are python numbers within their rules (``_validate``'s)."""
-    step_s, busy, tokens = inp.step_s, inp.gpu_busy_fraction, inp.tokens_per_step
     return bool(
         type(step_s) in _SCALARS
         and type(busy) in _SCALARS

@@ -89,20 +89,25 @@ def _pick_layout(resolved: Resolved) -> tuple[LayoutBatch, Any, int, dict[str, A
 
 
 def _ledger(resolved: Resolved, row: Mapping[str, Any], *, shared: bool = False) -> Any:
-    """The ledger of ``resolved`` at the step of ``row``. ``shared``: ``resolved`` is the cache's own (its
-    ledger fields never change), so the checked notes of its scenario values are kept on it."""
-    inputs = LedgerInputs(
-        step_s=float(row["step_s"]),
-        gpu_busy_fraction=float(row["gpu_busy_fraction"]),
-        tokens_per_step=float(resolved.training.global_batch_tokens),
-        **resolved.ledger_fields,
+    """The ledger of ``resolved`` at the step of ``row``.
+
+    ``shared``: ``resolved`` is the cache's own and its ledger fields never change, so one LedgerInputs and
+    the checked notes of its scenario values are kept on it, and each report passes only its step values.
+    """
+    step = (
+        float(row["step_s"]),
+        float(row["gpu_busy_fraction"]),
+        float(resolved.training.global_batch_tokens),
     )
     if not shared:
+        inputs = LedgerInputs(*step, **resolved.ledger_fields)
         return compute_ledger(inputs)
-    notes = resolved.__dict__.get("_ledger_notes")
-    if notes is None:
-        notes = resolved.__dict__["_ledger_notes"] = ledger_notes(inputs)
-    return compute_ledger(inputs, notes=notes)
+    kept = resolved.__dict__.get("_ledger_inputs")
+    if kept is None:
+        inputs = LedgerInputs(*step, **resolved.ledger_fields)
+        kept = resolved.__dict__["_ledger_inputs"] = (inputs, ledger_notes(inputs))
+    inputs, notes = kept
+    return compute_ledger(inputs, notes=notes, step=step)
 
 
 def _step_assumptions(resolved: Resolved) -> tuple[dict[str, Any], ...]:

@@ -213,3 +213,17 @@ def test_ledger_with_kept_notes_equals_the_ledger_without() -> None:
     assert [e.path for e in info.value.errors] == ["step.step_s"]
     with pytest.raises(ScenarioError):
         ledger.ledger_notes(make_inputs(gpus=0))
+
+
+def test_one_ledger_input_serves_every_step_of_its_scenario() -> None:
+    inputs = make_inputs()
+    notes = ledger.ledger_notes(inputs)
+    for step_s, busy in ((5.0, 0.5), (12.0, 0.9)):
+        direct = compute_ledger(make_inputs(step_s=step_s, gpu_busy_fraction=busy))
+        kept = compute_ledger(inputs, notes=notes, step=(step_s, busy, inputs.tokens_per_step))
+        assert kept == direct
+    with pytest.raises(ScenarioError) as info:
+        compute_ledger(inputs, notes=notes, step=(5.0, 1.5, inputs.tokens_per_step))
+    assert [e.path for e in info.value.errors] == ["step.gpu_busy_fraction"]
+    with pytest.raises(ValueError):
+        compute_ledger(inputs, step=(5.0, 0.5, inputs.tokens_per_step))
