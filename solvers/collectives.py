@@ -161,7 +161,12 @@ def members_per_node(*, group_size: Num, stride: Num, gpus_per_node: int) -> Num
     Example: DP of 128 at stride 8 (TP8) on 8-GPU nodes -> 1 (every member on another node);
     DP of 16,384 at stride 1 -> 8 (a whole node, then across nodes).
     """
-    return clip(gpus_per_node // maximum(stride, 1), 1, maximum(group_size, 1))
+    return _members(maximum(group_size, 1), stride, gpus_per_node)
+
+
+def _members(n: Num, stride: Num, gpus_per_node: int) -> Num:
+    # members_per_node for a group size n >= 1
+    return clip(gpus_per_node // maximum(stride, 1), 1, n)
 
 
 def placed_all_reduce_s(*, group_size: Num, stride: Num, message_bytes: Num, links: Links) -> tuple[Num, Num]:
@@ -191,17 +196,21 @@ def latency_steps(*, group_size: Num) -> Num:
     latency grows with ``ceil(log2 N)`` while the bandwidth term stays ``(N-1)/N``. Example: N = 8 -> 3; N = 2,048
     -> 11.
     """
-    n = maximum(group_size, 1)
+    return _latency_steps(maximum(group_size, 1))
+
+
+def _latency_steps(n: Num) -> Num:
+    # latency_steps for a group size n >= 1
     return 1.0 * minimum(n - 1, ceil_log2(n))
 
 
 def _placed(*, kind: int, group_size: Num, stride: Num, message_bytes: Num, links: Links) -> tuple[Num, Num]:
     # kind = number of passes: 2 for an all-reduce, 1 for a reduce-scatter or an all-gather.
     n = maximum(group_size, 1)
-    k = members_per_node(group_size=n, stride=stride, gpus_per_node=links.gpus_per_node)
+    k = _members(n, stride, links.gpus_per_node)
     nodes = n // k
     frac_all = (n - 1) / n
-    steps_all = kind * latency_steps(group_size=n)
+    steps_all = kind * _latency_steps(n)
     inside = transfer_s(
         bytes_=kind * frac_all * message_bytes,
         bandwidth_gb_s=links.up_gb_s,
@@ -223,14 +232,14 @@ def _placed(*, kind: int, group_size: Num, stride: Num, message_bytes: Num, link
     intra = transfer_s(
         bytes_=kind * (k - 1) / k * message_bytes,
         bandwidth_gb_s=links.up_gb_s,
-        steps=kind * latency_steps(group_size=k),
+        steps=kind * _latency_steps(k),
         latency_us=links.up_latency_us,
     )
     hier_nic_bytes = kind * (nodes - 1) / nodes * message_bytes / k
     inter = transfer_s(
         bytes_=hier_nic_bytes,
         bandwidth_gb_s=links.out_gb_s,
-        steps=kind * latency_steps(group_size=nodes),
+        steps=kind * _latency_steps(nodes),
         latency_us=links.out_latency_us,
     )
     hier = intra + inter
@@ -250,7 +259,7 @@ def placed_all_to_all_s(
     Example: EP 64 at stride 1 on 8-GPU nodes, S = 100 MB: 87.5 MB on the NIC at 50 GB/s -> 1.75 ms.
     """
     n = maximum(group_size, 1)
-    k = members_per_node(group_size=n, stride=stride, gpus_per_node=links.gpus_per_node)
+    k = _members(n, stride, links.gpus_per_node)
     up_bytes = (k - 1) / n * message_bytes
     nic_bytes = (n - k) / n * message_bytes
     up_s = transfer_s(
