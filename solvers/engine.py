@@ -396,7 +396,8 @@ def evaluate_one(
         if layouts.read_only:
             layouts.__dict__["_passed_rules"] = (model, cluster, training)
     values = _step(model=model, cluster=cluster, training=training, lay=lay)
-    if tuple(values) == _FIELD_NAMES and tuple(map(type, values.values())) == _ROW_TYPES:
+    # _step lists _FIELD_NAMES in order (tests/solvers/test_vectorised_consistency.py checks it)
+    if tuple(map(type, values.values())) == _ROW_TYPES:
         return values, None  # already python scalars of the row's types (the usual case)
     row: dict[str, float | int | bool] = {name: plain(values[name]) for name, plain in _PLAIN_TYPES}
     return row, None
@@ -437,14 +438,21 @@ def _step(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, lay
     L = model.layers
     gpus = cluster.gpus
 
-    tp = maximum(lay.tp, 1)
-    pp = maximum(lay.pp, 1)
-    cp = maximum(lay.cp, 1)
-    ep = maximum(lay.ep, 1)
-    dp = maximum(lay.dp, 1)
-    etp = maximum(lay.expert_tp, 1)
-    b = maximum(lay.microbatch_seqs, 1)
-    recompute = clip(lay.recompute, 0, 2)
+    if type(lay.tp) is int:
+        # One layout of python ints, which evaluate_one passes only once it has kept every rule: each value
+        # is already in range, so the clamps below would return it unchanged.
+        tp, pp, cp, ep, dp = lay.tp, lay.pp, lay.cp, lay.ep, lay.dp
+        etp, b, recompute = lay.expert_tp, lay.microbatch_seqs, lay.recompute
+    else:
+        # A batch may hold layouts that break a rule (their figures are discarded): clamped, they stay finite.
+        tp = maximum(lay.tp, 1)
+        pp = maximum(lay.pp, 1)
+        cp = maximum(lay.cp, 1)
+        ep = maximum(lay.ep, 1)
+        dp = maximum(lay.dp, 1)
+        etp = maximum(lay.expert_tp, 1)
+        b = maximum(lay.microbatch_seqs, 1)
+        recompute = clip(lay.recompute, 0, 2)
     schedule = lay.schedule
     full_recompute = recompute == 2
 

@@ -97,6 +97,7 @@ def test_thousand_layouts_batch_equals_batches_of_one_exactly(
         row, reason = evaluate_one(model=model, cluster=cluster, training=tr, layouts=one(layouts, i))
         assert reason is None and row is not None
         assert row == single.row(0)
+        assert tuple(row) == tuple(f.name for f in fields(StepColumns))  # the report reads them in order
         for f in fields(StepColumns):
             a = getattr(batch, f.name)[i]
             b = getattr(single, f.name)[0]
