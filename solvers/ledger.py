@@ -449,7 +449,8 @@ def compute_ledger(
         "capex_total_usd": out(capex_total),
     }
     blocks = (reliability, schedule, energy, carbon, tco)
-    if scalar and not all_plain_finite(blocks) and _any_non_finite(blocks):
+    values = [*reliability.values(), *schedule.values(), *energy.values(), *carbon.values(), *tco.values()]
+    if scalar and not all_plain_finite(values) and _any_non_finite(blocks):
         raise SolverInternalError("the ledger produced a non-finite number")
     return LedgerResult(
         reliability=reliability,

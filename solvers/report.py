@@ -42,22 +42,9 @@ def reason_to_error(reason: str) -> FieldError:
     return FieldError(path="training.layout", message=reason)
 
 
-class _OneRow:
-    """The engine's row of a single layout, with ``StepColumns.row``'s interface."""
-
-    __slots__ = ("_row",)
-
-    def __init__(self, row: dict[str, Any]) -> None:
-        self._row = row
-
-    def row(self, index: int) -> dict[str, Any]:
-        if index != 0:
-            raise IndexError(index)
-        return self._row
-
-
-def _pick_layout(resolved: Resolved) -> tuple[LayoutBatch, Any, int, dict[str, Any] | None]:
-    """Check and evaluate the scenario's layouts; returns (layouts, columns, chosen row, search summary).
+def _pick_layout(resolved: Resolved) -> tuple[LayoutBatch, dict[str, Any], dict[str, Any] | None]:
+    """Check and evaluate the scenario's layouts; returns (a batch of the chosen layout, its engine row as
+    python scalars, the search summary or None).
 
     One layout: the engine's first broken rule is a ``ScenarioError`` naming its field. ``layout: auto``:
     ``solvers.search`` enumerates and evaluates every candidate with the same vectorised engine and the
@@ -70,7 +57,7 @@ def _pick_layout(resolved: Resolved) -> tuple[LayoutBatch, Any, int, dict[str, A
         )
         if row is None:
             raise ScenarioError([reason_to_error(reason or "training.layout: invalid layout")])
-        return resolved.layouts, _OneRow(row), 0, None
+        return resolved.layouts, row, None
 
     from solvers.search import search_resolved
 
@@ -85,7 +72,7 @@ def _pick_layout(resolved: Resolved) -> tuple[LayoutBatch, Any, int, dict[str, A
         "rejected": result.rejected,
         "elapsed_s": result.elapsed_s,
     }
-    return best, columns, 0, summary
+    return best, columns.row(0), summary
 
 
 def _ledger(resolved: Resolved, row: Mapping[str, Any], *, shared: bool = False) -> Any:
@@ -195,7 +182,7 @@ def _compose(
             "compute: per-GPU matrices are small enough that HBM bandwidth, not math, bounds some of the "
             "step (step.roofline_bound)"
         )
-    warnings.extend(str(w) for w in ledger.warnings)
+    warnings.extend(ledger.warnings)  # texts the ledger wrote
 
     report: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -321,9 +308,8 @@ def _plain_checked(value: Any, path: str) -> Any:
 
 def solve_resolved(resolved: Resolved) -> dict[str, Any]:
     """The report of an already resolved scenario."""
-    layouts, columns, index, search = _pick_layout(resolved)
-    row = columns.row(index)
-    layout = layout_from_batch(layouts, index)
+    layouts, row, search = _pick_layout(resolved)
+    layout = layout_from_batch(layouts, 0)
     ledger = _ledger(resolved, row)
     return compose_report(resolved=resolved, layout=layout, row=row, ledger=ledger, search=search)
 
@@ -339,12 +325,11 @@ def solve(document: Any) -> dict[str, Any]:
         return solve_resolved(resolve(document))
     # The cache's own Resolved is read, never changed; the report gets copies of its document and assumptions.
     resolved = shared.resolved
-    layouts, columns, index, search = _pick_layout(resolved)
-    row = columns.row(index)
+    layouts, row, search = _pick_layout(resolved)
     ledger = _ledger(resolved, row, shared=True)
     return _compose(
         resolved,
-        layout_from_batch(layouts, index),
+        layout_from_batch(layouts, 0),
         row,
         ledger,
         search,
