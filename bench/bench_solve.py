@@ -18,8 +18,8 @@ and the report with its assumptions.
 How it is timed. Both sides run in one process of the mlsysim interpreter (the same CPython and numpy as the
 project's; ``solvers`` is pure Python plus numpy and is put on that process's path), after warm-up calls,
 in alternating samples (one of ours, one of mlsysim's, and so on), so that the machine's state at any
-moment falls on both alike. Each sample is a batch of consecutive calls lasting about 2 ms divided by its
-count (timeit's method; see SAMPLE_S), and the median sample of each side is reported. The clock is the
+moment falls on both alike. Each sample is a batch of consecutive calls lasting about 20 ms divided by its
+count (timeit's method; see SAMPLE_S for why 20 ms), and the median sample of each side is reported. The clock is the
 process's CPU time by default (``--clock wall`` for elapsed time). The "own venv" column times ours again in
 the project's interpreter, for comparison; the "cold" column times single calls with every cache emptied,
 and the summary gives its ratio too. The import of either package is not counted, nor is building mlsysim's input objects (its model,
@@ -28,9 +28,11 @@ before is not parsed again on our side.
 
 What is cached on our side, and what is not: a scenario document seen before is not parsed again (the
 resolved document, and each resolved model, cluster, site and economics part, are kept by content: a plan
-or a stored cluster scenario is parsed once), and the assumptions text of the ledger is formatted once per
-set of inputs. Every number of the report (step, traffic, memory, reliability, checkpoint, schedule, energy,
-carbon, water, TCO) is computed on every call. The "cold" column empties all of these caches before every
+or a stored cluster scenario is parsed once). With a resolved scenario are kept what only its inputs
+decide and no number of the report: its validated ledger inputs, the assumptions text of its ledger, the
+read-only assumption entries, the check of its layout against the engine's rules, the step assumptions of
+its accelerator and the link rates of its cluster. Every number of the report (step, traffic, memory,
+reliability, checkpoint, schedule, energy, carbon, water, TCO) is computed on every call. The "cold" column empties all of these caches before every
 call, so it also times parsing, validation and catalog lookups. The last line is the summary: median
 microseconds per report on each side and their ratio.
 """
@@ -220,9 +222,12 @@ CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 
 # Each sample times a batch of consecutive calls lasting about this long, then divides (as timeit does). A
 # clock read is a system call here, and entering the kernel costs a short call its warm branch predictors
-# and caches: timed one by one, an 80 us report measures ~30% slower than the same reports back to back,
-# while a 4 ms mlsysim call hardly notices. Both sides use the same rule, so the ratio compares like with like.
-SAMPLE_S = 2e-3
+# and caches: timed one by one, an 80 us report measures ~30% slower than the same reports back to back.
+# Switching sides costs too: each side's first calls after the other's run on CPU caches the other filled.
+# With 2 ms samples that was a fifth of ours (one 4 ms mlsysim call, then ~30 of our reports at 81 us each,
+# against 68 us back to back in our own process; --sample-ms 2 shows it), with 20 ms it is within noise
+# (69 us against 69 us) for both sides. Both sides use the same rule, so the ratio compares like with like.
+SAMPLE_S = 20e-3
 
 
 def _batch_size(call: Any, clock: Any, sample_s: float) -> int:
