@@ -17,8 +17,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
-from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from dataclasses import dataclass
+from typing import Any, NamedTuple, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -86,15 +86,16 @@ class LedgerInputs:
     embodied_lifetime_years: float
 
 
-@dataclass(frozen=True)
-class LedgerResult:
+class LedgerResult(NamedTuple):
+    """The report's ledger sections, their assumptions and warnings (one made per report: a named tuple)."""
+
     reliability: dict[str, Any]
     schedule: dict[str, Any]
     energy: dict[str, Any]
     carbon: dict[str, Any]
     tco: dict[str, Any]
-    assumptions: list[dict[str, Any]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    assumptions: list[dict[str, Any]]
+    warnings: list[str]
 
 
 # Scenario-document path of every LedgerInputs field that the scenario (or a default) supplies; errors and
