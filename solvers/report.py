@@ -100,7 +100,9 @@ def _ledger(resolved: Resolved, row: Mapping[str, Any], *, shared: bool = False)
 def _step_assumptions(resolved: Resolved) -> tuple[dict[str, Any], ...]:
     """The step's conventions; read-only entries kept on the (frozen, never changing) cluster spec."""
     precision = resolved.training.precision
-    kept: dict[str, tuple[dict[str, Any], ...]] = resolved.cluster.__dict__.setdefault("_step_notes", {})
+    kept: dict[str, tuple[dict[str, Any], ...]] | None = resolved.cluster.__dict__.get("_step_notes")
+    if kept is None:
+        kept = resolved.cluster.__dict__["_step_notes"] = {}
     notes = kept.get(precision)
     if notes is None:
         notes = kept[precision] = _make_step_assumptions(resolved.cluster.accelerator.peak_tflops, precision)
