@@ -155,7 +155,7 @@ def compose_report(
         ledger,
         search,
         document=resolved.document,
-        assumptions=resolved.assumptions,
+        assumptions=list(resolved.assumptions),
     )
 
 
@@ -169,7 +169,7 @@ def _compose(
     document: dict[str, Any],
     assumptions: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    # ``document`` and ``assumptions`` become the report's own: fresh copies when ``resolved`` is shared.
+    # ``document`` and the ``assumptions`` list become the report's own (the list is extended in place).
     warnings = list(resolved.warnings)
     fits = bool(row["fits"])
     roofline = bool(row.get("roofline_bound", False))
@@ -186,6 +186,8 @@ def _compose(
         )
     warnings.extend(ledger.warnings)  # texts the ledger wrote
 
+    assumptions.extend(_step_assumptions(resolved))
+    assumptions.extend(ledger.assumptions)
     report: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "solver_version": SOLVER_VERSION,
@@ -260,7 +262,7 @@ def _compose(
         "energy": ledger.energy,
         "carbon": ledger.carbon,
         "tco": ledger.tco,
-        "assumptions": [*assumptions, *_step_assumptions(resolved), *ledger.assumptions],
+        "assumptions": assumptions,
         "warnings": warnings,
         "scenario": document,
     }
