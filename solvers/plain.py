@@ -25,26 +25,47 @@ def all_plain_finite(value: Any) -> bool:
     Example: ``all_plain_finite({"a": [1.0, "x"]})`` is True; ``all_plain_finite([float("nan")])`` and
     ``all_plain_finite([numpy.float32(1)])`` are False.
     """
+    total = _plain_sum(value)
+    if total is None:
+        return False
+    # A NaN or an infinity makes the sum of all floats NaN or infinite; a finite sum clears them all. Only a
+    # sum that overflows (or a true NaN/infinity) takes the exact walk.
+    return total - total == 0.0 or _all_finite(value)
+
+
+def _plain_sum(value: Any) -> float | None:
+    """The sum of every float in a plain JSON-like value, or None when it holds anything else."""
     kind = type(value)
     if kind is dict or kind is ReadOnlyDict:
         items = value.values()
     elif kind is list or kind is tuple:
         items = value
     elif kind is float:
-        return _ISFINITE(value)
+        return float(value)
     else:
-        return kind in _PLAIN_LEAVES
+        return 0.0 if kind in _PLAIN_LEAVES else None
+    total = 0.0
     for item in items:
         kind = type(item)
         if kind is float:
-            if not _ISFINITE(item):
-                return False
+            total += item
         elif kind is dict or kind is list or kind is tuple or kind is ReadOnlyDict:
-            if not all_plain_finite(item):
-                return False
+            inner = _plain_sum(item)
+            if inner is None:
+                return None
+            total += inner
         elif kind not in _PLAIN_LEAVES:
-            return False
-    return True
+            return None
+    return total
+
+
+def _all_finite(value: Any) -> bool:
+    """Every float in a plain JSON-like value is finite (checked one by one)."""
+    if isinstance(value, dict):
+        return all(_all_finite(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return all(_all_finite(item) for item in value)
+    return not isinstance(value, float) or _ISFINITE(value)
 
 
 def to_plain(value: Any) -> Any:
