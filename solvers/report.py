@@ -150,13 +150,27 @@ def compose_report(
     """
     return _compose(
         resolved,
-        layout,
+        _exact_layout(layout),
         row,
         ledger,
         search,
         document=resolved.document,
         assumptions=list(resolved.assumptions),
     )
+
+
+_LAYOUT_INTS = ("tp", "pp", "cp", "ep", "dp", "microbatch_seqs", "virtual_stages", "zero_stage", "expert_tp")
+_LAYOUT_BOOLS = ("sequence_parallel", "fsdp_reshard_after_forward")
+
+
+def _exact_layout(layout: Mapping[str, Any]) -> dict[str, Any]:
+    """A resolved layout with python ints and bools (``layout_from_batch`` gives them already)."""
+    out = dict(layout)
+    for name in _LAYOUT_INTS:
+        out[name] = int(layout[name])
+    for name in _LAYOUT_BOOLS:
+        out[name] = bool(layout[name])
+    return out
 
 
 def _compose(
@@ -192,21 +206,21 @@ def _compose(
         "schema_version": SCHEMA_VERSION,
         "solver_version": SOLVER_VERSION,
         "input_hash": resolved.input_hash or canonical_hash(document),
-        "layout": {
-            "tp": int(layout["tp"]),
-            "pp": int(layout["pp"]),
-            "cp": int(layout["cp"]),
-            "ep": int(layout["ep"]),
-            "dp": int(layout["dp"]),
-            "microbatch_seqs": int(layout["microbatch_seqs"]),
-            "microbatches": int(row["microbatches"]),
+        "layout": {  # python ints and bools: layout_from_batch's, or _exact_layout's
+            "tp": layout["tp"],
+            "pp": layout["pp"],
+            "cp": layout["cp"],
+            "ep": layout["ep"],
+            "dp": layout["dp"],
+            "microbatch_seqs": layout["microbatch_seqs"],
+            "microbatches": row["microbatches"],
             "schedule": layout["schedule"],
-            "virtual_stages": int(layout["virtual_stages"]),
-            "zero_stage": int(layout["zero_stage"]),
+            "virtual_stages": layout["virtual_stages"],
+            "zero_stage": layout["zero_stage"],
             "recompute": layout["recompute"],
-            "sequence_parallel": bool(layout["sequence_parallel"]),
-            "fsdp_reshard_after_forward": bool(layout["fsdp_reshard_after_forward"]),
-            "expert_tp": int(layout["expert_tp"]),
+            "sequence_parallel": layout["sequence_parallel"],
+            "fsdp_reshard_after_forward": layout["fsdp_reshard_after_forward"],
+            "expert_tp": layout["expert_tp"],
             "grad_reduce_dtype": layout["grad_reduce_dtype"],
         },
         "step": {
