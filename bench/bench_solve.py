@@ -224,9 +224,10 @@ CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 # clock read is a system call here, and entering the kernel costs a short call its warm branch predictors
 # and caches: timed one by one, an 80 us report measures ~30% slower than the same reports back to back.
 # Switching sides costs too: each side's first calls after the other's run on CPU caches the other filled.
-# With 2 ms samples that was a fifth of ours (one 4 ms mlsysim call, then ~30 of our reports at 81 us each,
-# against 68 us back to back in our own process; --sample-ms 2 shows it), with 20 ms it is within noise
-# (69 us against 69 us) for both sides. Both sides use the same rule, so the ratio compares like with like.
+# With 2 ms samples (one 4 ms mlsysim call, then ~30 of our reports) that cost our side from a few percent to
+# a fifth of its time, run to run (81 us against 68 us back to back in our own process, in one run; 67 against
+# 64 in another; --sample-ms 2 shows it); with 20 ms it stays within the noise for both sides. Both sides use
+# the same rule, so the ratio compares like with like.
 SAMPLE_S = 20e-3
 
 
