@@ -30,7 +30,6 @@ from solvers.specs import LayoutBatch
 # Changes whenever any number that a given input produces changes (see the CHANGELOG, "solver changes").
 SOLVER_VERSION = "1.2.0"
 
-DIMS: tuple[str, ...] = ("tp", "cp", "pp", "dp", "ep")
 _GB = 1e9
 
 
@@ -325,11 +324,8 @@ def _plain_checked(value: Any, path: str) -> Any:
 
 
 def solve_resolved(resolved: Resolved) -> dict[str, Any]:
-    """The report of an already resolved scenario."""
-    layouts, row, search = _pick_layout(resolved)
-    layout = layout_from_batch(layouts, 0)
-    ledger = _ledger(resolved, row)
-    return compose_report(resolved=resolved, layout=layout, row=row, ledger=ledger, search=search)
+    """The report of an already resolved scenario (the report takes its document and assumptions)."""
+    return _report(resolved, document=resolved.document, assumptions=list(resolved.assumptions))
 
 
 def solve(document: Any) -> dict[str, Any]:
@@ -342,17 +338,22 @@ def solve(document: Any) -> dict[str, Any]:
     if shared is None:  # not a cache key: a Resolved of its own
         return solve_resolved(resolve(document))
     # The cache's own Resolved is read, never changed; the report gets copies of its document and assumptions.
-    resolved = shared.resolved
+    return _report(shared.resolved, document=shared.document(), assumptions=shared.assumptions(), shared=True)
+
+
+def _report(
+    resolved: Resolved, *, document: dict[str, Any], assumptions: list[dict[str, Any]], shared: bool = False
+) -> dict[str, Any]:
     layouts, row, search = _pick_layout(resolved)
-    ledger = _ledger(resolved, row, shared=True)
+    ledger = _ledger(resolved, row, shared=shared)
     return _compose(
         resolved,
         layout_from_batch(layouts, 0),
         row,
         ledger,
         search,
-        document=shared.document(),
-        assumptions=shared.assumptions(),
+        document=document,
+        assumptions=assumptions,
     )
 
 

@@ -26,6 +26,7 @@ import hashlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -1342,39 +1343,25 @@ def layout_batch(layouts: list[dict[str, Any]]) -> LayoutBatch:
 
 def layout_from_batch(batch: LayoutBatch, i: int) -> dict[str, Any]:
     """Row ``i`` of a LayoutBatch as a resolved layout dict (the inverse of ``layout_batch``)."""
-    if i == 0 and len(batch) == 1:  # one layout: its python scalars, kept on a read-only batch
-        one = batch.single
-        return {
-            "tp": one.tp,
-            "pp": one.pp,
-            "cp": one.cp,
-            "ep": one.ep,
-            "dp": one.dp,
-            "microbatch_seqs": one.microbatch_seqs,
-            "schedule": SCHEDULES[one.schedule],
-            "virtual_stages": one.virtual_stages,
-            "sequence_parallel": one.sequence_parallel,
-            "zero_stage": one.zero_stage,
-            "fsdp_reshard_after_forward": one.fsdp_reshard_after_forward,
-            "expert_tp": one.expert_tp,
-            "recompute": RECOMPUTE_POLICIES[one.recompute],
-            "grad_reduce_dtype": "fp32" if one.grad_reduce_fp32 else "bf16",
-        }
+    if i == 0 and len(batch) == 1:
+        one = batch.single  # python scalars, kept on a read-only batch
+    else:
+        one = SimpleNamespace(**{f.name: getattr(batch, f.name)[i].item() for f in dataclasses.fields(batch)})
     return {
-        "tp": int(batch.tp[i]),
-        "pp": int(batch.pp[i]),
-        "cp": int(batch.cp[i]),
-        "ep": int(batch.ep[i]),
-        "dp": int(batch.dp[i]),
-        "microbatch_seqs": int(batch.microbatch_seqs[i]),
-        "schedule": SCHEDULES[int(batch.schedule[i])],
-        "virtual_stages": int(batch.virtual_stages[i]),
-        "sequence_parallel": bool(batch.sequence_parallel[i]),
-        "zero_stage": int(batch.zero_stage[i]),
-        "fsdp_reshard_after_forward": bool(batch.fsdp_reshard_after_forward[i]),
-        "expert_tp": int(batch.expert_tp[i]),
-        "recompute": RECOMPUTE_POLICIES[int(batch.recompute[i])],
-        "grad_reduce_dtype": "fp32" if bool(batch.grad_reduce_fp32[i]) else "bf16",
+        "tp": one.tp,
+        "pp": one.pp,
+        "cp": one.cp,
+        "ep": one.ep,
+        "dp": one.dp,
+        "microbatch_seqs": one.microbatch_seqs,
+        "schedule": SCHEDULES[one.schedule],
+        "virtual_stages": one.virtual_stages,
+        "sequence_parallel": one.sequence_parallel,
+        "zero_stage": one.zero_stage,
+        "fsdp_reshard_after_forward": one.fsdp_reshard_after_forward,
+        "expert_tp": one.expert_tp,
+        "recompute": RECOMPUTE_POLICIES[one.recompute],
+        "grad_reduce_dtype": "fp32" if one.grad_reduce_fp32 else "bf16",
     }
 
 
