@@ -207,6 +207,8 @@ def _latency_steps(n: Num) -> Num:
 def _placed(*, kind: int, group_size: Num, stride: Num, message_bytes: Num, links: Links) -> tuple[Num, Num]:
     # kind = number of passes: 2 for an all-reduce, 1 for a reduce-scatter or an all-gather.
     n = maximum(group_size, 1)
+    if type(n) is int and n == 1:  # one layout's group of one GPU: the general form below gives 0.0, 0.0
+        return 0.0, 0.0
     k = _members(n, stride, links.gpus_per_node)
     nodes = n // k
     frac_all = (n - 1) / n
@@ -244,6 +246,8 @@ def _placed(*, kind: int, group_size: Num, stride: Num, message_bytes: Num, link
     )
     hier = intra + inter
     use_hier = hier < flat
+    if spans is True:  # one group (python scalars) across nodes: the faster form
+        return (hier, hier_nic_bytes) if use_hier else (flat, flat_nic_bytes)
     time = where(spans, where(use_hier, hier, flat), inside)
     nic = where(spans, where(use_hier, hier_nic_bytes, flat_nic_bytes), 0.0)
     return time, nic
