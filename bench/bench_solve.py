@@ -19,7 +19,8 @@ How it is timed. Both sides run in one process of the mlsysim interpreter (the s
 project's; ``solvers`` is pure Python plus numpy and is put on that process's path), after warm-up calls,
 in alternating samples (one of ours, one of mlsysim's, and so on), so that the machine's state at any
 moment falls on both alike. Each sample is a batch of consecutive calls lasting about 20 ms divided by its
-count (timeit's method; see SAMPLE_S for why 20 ms), and the median sample of each side is reported. The clock is the
+count (timeit's method; see SAMPLE_S for why 20 ms); the samples are spread over five fresh processes run
+one after another (see PROCESSES), and the median sample of each side is reported. The clock is the
 process's CPU time by default (``--clock wall`` for elapsed time). The "own venv" column times ours again in
 the project's interpreter, for comparison; the "cold" column times single calls with every cache emptied,
 and the summary gives its ratio too. The import of either package is not counted, nor is building mlsysim's input objects (its model,
@@ -230,6 +231,12 @@ CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 # the same rule, so the ratio compares like with like.
 SAMPLE_S = 20e-3
 
+# The samples are spread over this many fresh processes, run one after another: each process has its own
+# address-space layout and string-hash seed, which move a Python benchmark's timings from one process to the
+# next (pyperf spawns 20 worker processes by default for this reason; psf/pyperf issue #136). mlsysim's time
+# per report moved by about a tenth between single-process runs here (3,209 to 3,694 us for one scenario).
+PROCESSES = 5
+
 
 def _batch_size(call: Any, clock: Any, sample_s: float) -> int:
     """Calls per sample: enough to last ``sample_s``, from one timed call (after a warm-up call)."""
@@ -294,31 +301,42 @@ def time_stages(doc: dict[str, Any], repeats: int) -> dict[str, float]:
 
 
 def time_both(
-    python: str, repeats: int, clock: str = "cpu", sample_s: float = SAMPLE_S
+    python: str, repeats: int, clock: str = "cpu", sample_s: float = SAMPLE_S, processes: int = PROCESSES
 ) -> dict[str, dict[str, list[float]]]:
-    """Per-call seconds of ours and mlsysim's, ``repeats`` alternating samples each, in one process of the
-    mlsysim interpreter (the project's ``solvers`` is put on its path)."""
-    payload = json.dumps(
-        {
-            "repeats": repeats,
-            "clock": clock,
-            "sample_s": sample_s,
-            "repo": str(REPO),
-            "scenarios": [{"name": s["name"], "doc": s["doc"], "mlsysim": s["mlsysim"]} for s in SCENARIOS],
-        }
-    )
-    proc = subprocess.run(
-        [python, "-c", MLSYSIM_SCRIPT],
-        input=payload,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=3600,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"mlsysim run failed ({python}):\n{proc.stderr.strip()[-2000:]}")
-    result: dict[str, dict[str, list[float]]] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
+    """Per-call seconds of ours and mlsysim's, ``repeats`` alternating samples each, spread over ``processes``
+    fresh processes of the mlsysim interpreter run one after another (the project's ``solvers`` is put on
+    their path)."""
+    merged: dict[str, dict[str, list[float]]] = {}
+    for k in range(processes):
+        share = repeats // processes + (1 if k < repeats % processes else 0)
+        if share == 0:
+            continue
+        payload = json.dumps(
+            {
+                "repeats": share,
+                "clock": clock,
+                "sample_s": sample_s,
+                "repo": str(REPO),
+                "scenarios": [
+                    {"name": s["name"], "doc": s["doc"], "mlsysim": s["mlsysim"]} for s in SCENARIOS
+                ],
+            }
+        )
+        proc = subprocess.run(
+            [python, "-c", MLSYSIM_SCRIPT],
+            input=payload,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=3600,
+        )
+        if proc.returncode != 0:
+            raise SystemExit(f"mlsysim run failed ({python}):\n{proc.stderr.strip()[-2000:]}")
+        result: dict[str, dict[str, list[float]]] = json.loads(proc.stdout.strip().splitlines()[-1])
+        for name, sides in result.items():
+            for side, values in sides.items():
+                merged.setdefault(name, {}).setdefault(side, []).extend(values)
+    return merged
 
 
 def main() -> int:
@@ -329,6 +347,9 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=200, help="samples per scenario and side")
     parser.add_argument("--sample-ms", type=float, default=SAMPLE_S * 1e3, help="length of one sample (ms)")
     parser.add_argument(
+        "--processes", type=int, default=PROCESSES, help="fresh processes the samples are spread over"
+    )
+    parser.add_argument(
         "--clock",
         choices=sorted(CLOCKS),
         default="cpu",
@@ -336,7 +357,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     sample_s = args.sample_ms / 1e3
-    both = time_both(args.mlsysim_python, args.repeats, args.clock, sample_s)
+    both = time_both(args.mlsysim_python, args.repeats, args.clock, sample_s, max(1, args.processes))
     own: dict[str, float] = {}
     cold: dict[str, float] = {}
     for s in SCENARIOS:
@@ -365,9 +386,10 @@ def main() -> int:
     parts = ", ".join(f"{name} {seconds * 1e6:.0f} us" for name, seconds in stages.items())
     print(f"planner stages (single calls), {SCENARIOS[0]['name']}: {parts}")
     print(
-        "'planner' and 'mlsysim' ran in one process of the mlsysim interpreter, alternating samples; "
+        "'planner' and 'mlsysim' ran side by side in processes of the mlsysim interpreter, alternating samples; "
         "'own venv': ours in the project's interpreter; 'cold': every cache emptied before each call "
-        f"(single calls); {args.repeats} samples per side, each a batch of calls lasting ~{sample_s * 1e3:g} ms; "
+        f"(single calls); {args.repeats} samples per side over {max(1, args.processes)} processes, each a batch "
+        f"of calls lasting ~{sample_s * 1e3:g} ms; "
         f"clock: {args.clock}"
     )
     ours_median, theirs_median = statistics.median(ours_medians), statistics.median(theirs_medians)
