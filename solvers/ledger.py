@@ -449,10 +449,10 @@ def compute_ledger(
         else out(0.0),
         "capex_total_usd": out(capex_total),
     }
-    blocks = (reliability, schedule, energy, carbon, tco)
-    values = [*reliability.values(), *schedule.values(), *energy.values(), *carbon.values(), *tco.values()]
-    if scalar and not all_plain_finite(values) and _any_non_finite(blocks):
-        raise SolverInternalError("the ledger produced a non-finite number")
+    if scalar:
+        blocks = (reliability, schedule, energy, carbon, tco)
+        if not all_plain_finite(blocks) and _any_non_finite(blocks):
+            raise SolverInternalError("the ledger produced a non-finite number")
     return LedgerResult(
         reliability=reliability,
         schedule=schedule,
@@ -474,9 +474,9 @@ def _any_non_finite(value: Any) -> bool:
 
 
 # The assumptions of a ledger depend on its scenario inputs only, never on the step: they are formatted once
-# per distinct input set and each result gets fresh copies. A set of inputs is stored only after it passed
-# ``_validate``, so a hit leaves only the three per-layout values to check. The key is the pickle of every
-# scenario field (``plain_key``: 1, 1.0, True and -0.0 stay apart, so a hit means the very same values;
+# per distinct input set, as read-only entries that every result shares (a list value is copied for each). A
+# set of inputs is stored only after it passed ``_validate``, so a hit leaves only the three per-layout
+# values to check. The key is the pickle of every scenario field (``plain_key``: 1, 1.0, True and -0.0 stay apart, so a hit means the very same values;
 # inputs holding numpy scalars or other objects are simply not cached).
 _SCENARIO_FIELDS: tuple[str, ...] = tuple(
     name
@@ -497,15 +497,6 @@ def ledger_notes(inp: LedgerInputs) -> LedgerNotes:
     values, for ``compute_ledger(..., notes=)`` on inputs with these very scenario values (only the three
     per-layout values may differ). A caller that keeps them for a scenario that never changes (a cached
     resolved scenario) skips keying the notes cache on every report."""
-    _checked_assumptions(inp)
-    key = plain_key(_scenario_values(inp))
-    kept = _NOTES_CACHE.get(key) if key is not None else None
-    return kept if kept is not None else read_only_entries(_ledger_notes(inp))
-
-
-def _checked_assumptions(inp: LedgerInputs) -> list[dict[str, Any]]:
-    """Validate ``inp`` (``ScenarioError`` naming the fields) and return its assumptions (a fresh list of
-    shared read-only entries, ``solvers.plain.ReadOnlyDict``)."""
     key = plain_key(_scenario_values(inp))
     notes = _NOTES_CACHE.get(key) if key is not None else None
     if notes is None:
@@ -520,7 +511,13 @@ def _checked_assumptions(inp: LedgerInputs) -> list[dict[str, Any]]:
             _NOTES_CACHE[key] = notes
     elif not _valid_step(inp.step_s, inp.gpu_busy_fraction, inp.tokens_per_step):
         _validate(inp)  # names the broken per-layout value, or passes arrays that are valid
-    return fresh_entries(*notes)
+    return notes
+
+
+def _checked_assumptions(inp: LedgerInputs) -> list[dict[str, Any]]:
+    """Validate ``inp`` (``ScenarioError`` naming the fields) and return its assumptions (a fresh list of
+    shared read-only entries, ``solvers.plain.ReadOnlyDict``)."""
+    return fresh_entries(*ledger_notes(inp))
 
 
 def _with_step(inp: LedgerInputs, step: tuple[Num, Num, Num]) -> LedgerInputs:
