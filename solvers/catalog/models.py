@@ -17,7 +17,17 @@ from typing import Any
 _SC21 = "Narayanan et al., SC'21 (Megatron-LM PTD-P), Table 1"
 _LLAMA3_NO_DROPOUT = (
     "Meta Llama 3 reference code (github.com/meta-llama/llama3, llama/model.py): a TransformerBlock is "
-    "h = x + attention(norm(x)), out = h + feed_forward(norm(h)), with no dropout layer"
+    "h = x + attention(norm(x)), out = h + feed_forward(norm(h)), with no dropout layer; so is the training "
+    "model of torchtitan, PyTorch's Llama 3 pre-training library (torchtitan/models/llama3/model/model.py)"
+)
+_MEGATRON_DROPOUT = (
+    "Megatron-LM's defaults, --attention-dropout 0.1 and --hidden-dropout 0.1 (megatron/arguments.py), in "
+    "the framework of the published runs of this shape (SC'21, MegaScale); Korthikanti et al. 2022 count "
+    "these dropout masks on the same GPT models"
+)
+_UNSTATED_DROPOUT = (
+    "not stated by the authors, whose training code is not public (their inference code has no dropout, as no "
+    "inference code does): Korthikanti et al.'s count with dropout masks, the conservative default, is kept"
 )
 
 
@@ -32,11 +42,13 @@ def _sc21(params_b: float, heads: int, hidden: int, layers: int) -> dict[str, An
         "vocab": 51_200,
         "params": params_b * 1e9,
         "gated_mlp": False,
+        "dropout": True,
         "seq_len": 2048,
         "sources": {
             "shape": f"{_SC21}: {params_b:g}B, {heads} heads, hidden {hidden}, {layers} layers; 4h MLP",
             "vocab": f"{_SC21} text: vocabulary 51,200, sequence length 2,048",
             "params": f"{_SC21}: {params_b:g} billion parameters",
+            "dropout": _MEGATRON_DROPOUT,
         },
     }
 
@@ -52,12 +64,14 @@ MODELS: dict[str, dict[str, Any]] = {
         "vocab": 50_257,
         "params": 175e9,
         "gated_mlp": False,
+        "dropout": True,
         "seq_len": 2048,
         "sources": {
             "shape": "Brown et al., 'Language Models are Few-Shot Learners' (2020), Table 2.1: 96 layers, "
             "d_model 12,288, 96 heads, d_ff = 4 d_model, context 2,048",
             "vocab": "GPT-2 BPE vocabulary, 50,257 tokens (Radford et al. 2019)",
             "params": "Brown et al. 2020, Table 2.1: 175.0B",
+            "dropout": _MEGATRON_DROPOUT,
         },
     },
     "llama3-8b": {
@@ -129,6 +143,7 @@ MODELS: dict[str, dict[str, Any]] = {
         "params": 46.7e9,
         "active_params": 12.9e9,
         "gated_mlp": True,
+        "dropout": True,
         "moe": {"experts": 8, "top_k": 2, "expert_ffn_hidden": 14_336, "shared_experts": 0, "moe_layers": 32},
         "seq_len": 4096,
         "sources": {
@@ -137,6 +152,7 @@ MODELS: dict[str, dict[str, Any]] = {
             "params": "Jiang et al. 2024 §2: 47B total, 13B active parameters (46.7B / 12.9B in the model "
             "card)",
             "seq_len": "estimate: 4,096-token training sequences; the model supports a 32K context",
+            "dropout": _UNSTATED_DROPOUT,
         },
     },
     "deepseek-v3": {
@@ -150,6 +166,7 @@ MODELS: dict[str, dict[str, Any]] = {
         "params": 671e9,
         "active_params": 37e9,
         "gated_mlp": True,
+        "dropout": True,
         "moe": {
             "experts": 256,
             "top_k": 8,
@@ -165,6 +182,7 @@ MODELS: dict[str, dict[str, Any]] = {
             "released config)",
             "params": "DeepSeek-V3 technical report §1: 671B total, 37B activated per token",
             "seq_len": "DeepSeek-V3 technical report §4.2: maximum sequence length 4K in pre-training",
+            "dropout": _UNSTATED_DROPOUT,
         },
     },
     "megatron-530b": {
@@ -177,12 +195,15 @@ MODELS: dict[str, dict[str, Any]] = {
         "vocab": 51_200,
         "params": 530e9,
         "gated_mlp": False,
+        "dropout": True,
         "seq_len": 2048,
         "sources": {
             "shape": "Smith et al., 'Using DeepSpeed and Megatron to Train Megatron-Turing NLG 530B' (2022) "
             "§3.1: 105 layers, hidden 20,480, 128 heads, sequence 2,048; also SC'21 Table 1 (529.6B row)",
             "vocab": f"{_SC21} text: vocabulary 51,200",
             "params": "Smith et al. 2022: 530 billion parameters",
+            "dropout": "trained with Megatron-DeepSpeed, whose defaults are --attention-dropout 0.1 and "
+            "--hidden-dropout 0.1 (megatron/arguments.py); Smith et al. 2022 set no other value",
         },
     },
     "megatron-1t": _sc21(1008.0, 160, 25_600, 128),
@@ -204,12 +225,16 @@ MODELS: dict[str, dict[str, Any]] = {
         "vocab": 250_880,
         "params": 176.2e9,
         "gated_mlp": False,
+        "dropout": True,
         "seq_len": 2048,
         "sources": {
             "shape": "BigScience, 'BLOOM: A 176B-Parameter Open-Access Multilingual Language Model' (2022), "
             "Table 3: 70 layers, hidden 14,336, 112 heads, sequence 2,048; 4h GELU MLP",
             "vocab": "BLOOM paper §3.3: 250,680 tokens, padded to 250,880 in the released config",
             "params": "BLOOM paper Table 3: 176,247M parameters",
+            "dropout": "BigScience's launch script (bigscience-workshop/bigscience, "
+            "train/tr11-176B-ml/tr11-176B-ml.slurm) passes no dropout flag, so Megatron-DeepSpeed's "
+            "defaults applied: --attention-dropout 0.1, --hidden-dropout 0.1 (megatron/arguments.py)",
         },
     },
     "opt-175b": {
@@ -222,12 +247,14 @@ MODELS: dict[str, dict[str, Any]] = {
         "vocab": 50_272,
         "params": 175e9,
         "gated_mlp": False,
+        "dropout": True,
         "seq_len": 2048,
         "sources": {
             "shape": "Zhang et al., 'OPT: Open Pre-trained Transformer Language Models' (2022), Table 1: 96 "
             "layers, 96 heads, embedding 12,288; context 2,048",
             "vocab": "OPT released config: vocabulary 50,272 (GPT-2 BPE, padded)",
             "params": "Zhang et al. 2022, Table 1: 175B",
+            "dropout": "Zhang et al. 2022 §2.2: a dropout of 0.1 throughout, none on the embeddings",
         },
     },
 }

@@ -118,6 +118,8 @@ def test_models_are_consistent_and_sourced(key: str) -> None:
     assert m["heads"] % m["kv_heads"] == 0
     assert m["params"] > 0
     assert m["sources"].get("shape") and m["sources"].get("params")
+    # Whether dropout masks are stored changes activation memory by a fifth: every preset states it, sourced.
+    assert isinstance(m.get("dropout"), bool) and m["sources"].get("dropout")
     if "moe" in m:
         assert m["moe"]["top_k"] <= m["moe"]["experts"]
         assert m["moe"]["moe_layers"] <= m["layers"]
