@@ -1,8 +1,10 @@
 """What the solver keeps between calls never changes an answer.
 
-A scenario document is resolved once (``schema._RESOLVED_CACHE``), a ledger's assumptions are formatted once
-per input set (``ledger._NOTES_CACHE``) and a layout that passed the engine's rules with the same specs is not
-checked again. Each test compares a warm answer with a cold one, or a hit with input that only looks alike.
+A scenario document is resolved once (``schema._RESOLVED_CACHE``; ``solve`` reads that shared copy and keeps
+one checked LedgerInputs on it), a ledger's assumptions are formatted once per input set
+(``ledger._NOTES_CACHE``) as read-only entries, and a layout that passed the engine's rules with the same
+specs is not checked again. Each test compares a warm answer with a cold one, or a hit with input that only
+looks alike.
 """
 
 from __future__ import annotations
