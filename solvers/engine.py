@@ -380,11 +380,10 @@ def evaluate_one(
     without building 36 arrays to read them back), or ``(None, message)`` naming the first broken rule as
     ``check_layouts`` does. This is the path of one report.
     """
-    lay = layouts.__dict__.get("_single")  # kept on a read-only batch of one (LayoutBatch.single)
-    if lay is None:
-        if len(layouts) != 1:
-            raise ValueError(f"evaluate_one takes a batch of one layout, got {len(layouts)}")
+    try:
         lay = layouts.single
+    except ValueError:
+        raise ValueError(f"evaluate_one takes a batch of one layout, got {len(layouts)}") from None
     # A read-only batch that passed the rules with these very specs passes again (all four are immutable): a
     # scenario resolved from the cache hands out the same frozen LayoutBatch and specs, so it is checked once.
     passed = layouts.__dict__.get("_passed_rules")

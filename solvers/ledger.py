@@ -29,7 +29,14 @@ from solvers import reliability as rel
 from solvers import sustainability as sus
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
 from solvers.ledger_defaults import DEFAULTS, GOODPUT_LEDGERS, INTERVAL_METHODS, MTBF_CONVENTIONS
-from solvers.plain import all_plain_finite, fresh_entries, plain_key, read_only_entries, to_plain
+from solvers.plain import (
+    all_plain_finite,
+    fresh_entries,
+    has_non_finite,
+    plain_key,
+    read_only_entries,
+    to_plain,
+)
 
 Num: TypeAlias = float | npt.NDArray[np.float64]
 
@@ -451,7 +458,7 @@ def compute_ledger(
     }
     if scalar:
         blocks = (reliability, schedule, energy, carbon, tco)
-        if not all_plain_finite(blocks) and _any_non_finite(blocks):
+        if not all_plain_finite(blocks) and has_non_finite(blocks):
             raise SolverInternalError("the ledger produced a non-finite number")
     return LedgerResult(
         reliability=reliability,
@@ -462,15 +469,6 @@ def compute_ledger(
         assumptions=assumptions,
         warnings=warnings,
     )
-
-
-def _any_non_finite(value: Any) -> bool:
-    """True when a NaN or an infinity (python or numpy) is anywhere in ``value`` (dicts, lists, tuples)."""
-    if isinstance(value, dict):
-        return any(_any_non_finite(item) for item in value.values())
-    if isinstance(value, list | tuple):
-        return any(_any_non_finite(item) for item in value)
-    return isinstance(value, float | np.floating) and not math.isfinite(value)
 
 
 # The assumptions of a ledger depend on its scenario inputs only, never on the step: they are formatted once

@@ -30,7 +30,7 @@ def all_plain_finite(value: Any) -> bool:
         return False
     # A NaN or an infinity makes the sum of all floats NaN or infinite; a finite sum clears them all. Only a
     # sum that overflows (or a true NaN/infinity) takes the exact walk.
-    return total - total == 0.0 or _all_finite(value)
+    return total - total == 0.0 or not has_non_finite(value)
 
 
 def _plain_sum(value: Any) -> float | None:
@@ -59,13 +59,14 @@ def _plain_sum(value: Any) -> float | None:
     return total
 
 
-def _all_finite(value: Any) -> bool:
-    """Every float in a plain JSON-like value is finite (checked one by one)."""
+def has_non_finite(value: Any) -> bool:
+    """True when a NaN or an infinity (a python or numpy float) is anywhere in ``value`` (dicts, lists,
+    tuples). Example: ``has_non_finite({"a": [1.0, float("inf")]})`` is True."""
     if isinstance(value, dict):
-        return all(_all_finite(item) for item in value.values())
+        return any(has_non_finite(item) for item in value.values())
     if isinstance(value, list | tuple):
-        return all(_all_finite(item) for item in value)
-    return not isinstance(value, float) or _ISFINITE(value)
+        return any(has_non_finite(item) for item in value)
+    return isinstance(value, float | np.floating) and not _ISFINITE(value)
 
 
 def to_plain(value: Any) -> Any:

@@ -144,8 +144,8 @@ def compose_report(
     """The report document from a resolved scenario, one engine row and its ledger result.
 
     ``row`` holds python scalars (``evaluate_one`` or ``StepColumns.row``); anything else in the engine's
-    blocks is caught and converted by ``_checked``. The report takes ``resolved``'s document and assumptions
-    as they are (a Resolved from ``resolve`` is the caller's own).
+    blocks is caught and converted by ``_checked``. The report takes ``resolved``'s document as it is and a
+    copy of its assumptions list (a Resolved from ``resolve`` is the caller's own).
     """
     return _compose(
         resolved,

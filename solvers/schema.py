@@ -1808,7 +1808,7 @@ class SharedResolved(NamedTuple):
 
 def _to_cache(resolved: Resolved) -> SharedResolved:
     resolved.layouts.freeze()
-    # The cache keeps its own copies: whoever made ``resolved`` may still hold (and edit) it.
+    # The cache keeps its own copies: a resolved document may hold objects of the caller's input document.
     document, ledger_fields = _copied((resolved.document, resolved.ledger_fields))
     entries, containers = read_only_entries(resolved.assumptions)
     kept = dataclasses.replace(

@@ -10,7 +10,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from solvers.plain import ReadOnlyDict, all_plain_finite, fresh_entries, plain_key, read_only_entries
+from solvers.plain import (
+    ReadOnlyDict,
+    all_plain_finite,
+    fresh_entries,
+    has_non_finite,
+    plain_key,
+    read_only_entries,
+)
 
 INF, NAN = float("inf"), float("nan")
 
@@ -70,3 +77,16 @@ def test_list_valued_entries_are_fresh_for_every_caller() -> None:
     assert first[0] is second[0] is shared[0]
     first[1]["value"].append(3.0)
     assert second[1]["value"] == [1.0, 2.0] and shared[1]["value"] == [1.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    ("value", "non_finite"),
+    [
+        ({"a": [1.0, INF]}, True),
+        ((np.float32("nan"),), True),
+        ([np.float64(1.0), "x", None], False),
+        ([1e308, 1e308], False),
+    ],
+)
+def test_has_non_finite(value: Any, non_finite: bool) -> None:
+    assert has_non_finite(value) is non_finite
