@@ -38,6 +38,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from solvers import catalog, prices
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
 from solvers.pareto import MAX_OBJECTIVES, MIN_OBJECTIVES, pareto_indices
 from solvers.search import (
@@ -262,15 +263,119 @@ def point_document(base: Mapping[str, Any], point: Mapping[str, Any]) -> dict[st
     return doc
 
 
-def sweep_point(plan: SweepPlan, index: int) -> dict[str, Any]:
-    """Search one point of ``plan``: its best layout and figures, or the rule it breaks as ``error``."""
+def _preset_fields() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """A preset field -> (the part its catalog entry fills, the fields of that part it can fill).
+
+    The fields are the schema's own keys of that part (a fabric preset fills ``bandwidth_gb_s`` from the
+    catalog's nominal rate), except for a node, which fills exactly what its catalog entries list."""
+    from solvers import schema
+
+    def keys(table: Sequence[str]) -> tuple[str, ...]:
+        return tuple(key for key in table if key not in _NOT_DERIVED)
+
+    node_keys = sorted({key for entry in catalog.NODES.values() for key in entry if key not in _NOT_DERIVED})
+    return {
+        "model.preset": ("model", keys(schema.MODEL_KEYS)),
+        "cluster.node": ("cluster", tuple(node_keys)),
+        "cluster.accelerator": ("cluster.accelerator", keys(schema.ACCELERATOR_KEYS)),
+        "cluster.accelerator.preset": ("cluster.accelerator", keys(schema.ACCELERATOR_KEYS)),
+        "cluster.scale_up": ("cluster.scale_up", keys(schema.LINK_KEYS)),
+        "cluster.scale_up.preset": ("cluster.scale_up", keys(schema.LINK_KEYS)),
+        "cluster.scale_out": ("cluster.scale_out", keys(schema.LINK_KEYS)),
+        "cluster.scale_out.preset": ("cluster.scale_out", keys(schema.LINK_KEYS)),
+        "site.region": ("site", keys(schema.SITE_KEYS)),
+    }
+
+
+# Setting a preset field re-derives every field of its part that the document leaves out; a field the
+# document states keeps its stated value, and a sweep row says so (``pinned``).
+_NOT_DERIVED = frozenset({"name", "sources", "preset", "region"})
+# Prices a price book keys by a preset (solvers.prices): the accelerator's cloud price.
+_PRICED_BY: dict[str, tuple[str, ...]] = {"cluster.accelerator": (prices.PATH_CLOUD_PRICE,)}
+
+
+def derived_fields(field: str) -> tuple[str, ...]:
+    """Every document field whose value follows from ``field`` when the document leaves it out, through
+    the catalog entry that ``field`` names (and through the presets that entry names in turn: a node's
+    accelerator, that accelerator's price and cloud price, the node's fabrics).
+
+    Example: ``site.region`` -> site.grid_gco2_per_kwh, site.pue, site.wue_l_per_kwh,
+    site.electricity_usd_per_kwh."""
+    table = _preset_fields()
+    out: list[str] = []
+    pending = [field]
+    seen: set[str] = set()
+    while pending:
+        current = pending.pop(0)
+        if current in seen or current not in table:
+            continue
+        seen.add(current)
+        prefix, keys = table[current]
+        for key in keys:
+            path = f"{prefix}.{key}"
+            if path not in out and path != field:
+                out.append(path)
+            pending.append(path)
+        for path in _PRICED_BY.get(prefix, ()):
+            if path not in out:
+                out.append(path)
+    return tuple(out)
+
+
+def _stated(document: Mapping[str, Any], path: str) -> tuple[bool, Any]:
+    node: Any = document
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or node.get(part) is None:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def pinned_fields(base: Mapping[str, Any], point: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The fields a point's swept presets would re-derive but the base document states by value, so the
+    point keeps the stated value (the swept preset's own value is not used for them).
+
+    Example: base ``cluster: {node: dgx-h100, accelerator: h100-sxm}`` swept over ``cluster.node:
+    dgx-b200`` -> [{"field": "cluster.accelerator", "value": "h100-sxm", "swept": "cluster.node", ...}]."""
+    pinned: list[dict[str, Any]] = []
+    for swept in point:
+        for path in derived_fields(swept):
+            if path in point or any(path.startswith(f"{other}.") for other in point):
+                continue  # set by the point itself
+            stated, value = _stated(base, path)
+            if stated and not any(p["field"] == path for p in pinned):
+                pinned.append(
+                    {
+                        "field": path,
+                        "value": copy.deepcopy(value),
+                        "swept": swept,
+                        "note": f"stated by the scenario, so kept at this point: not re-derived from {swept}",
+                    }
+                )
+    return pinned
+
+
+def sweep_point(plan: SweepPlan, index: int, *, pricing: prices.Pricing | None = None) -> dict[str, Any]:
+    """Search one point of ``plan``: its best layout and figures, or the rule it breaks as ``error``.
+
+    The point's document is the base scenario with the point's fields set; ``pricing`` (the plan's price
+    books) then prices it, so a point that changes the accelerator or the region is billed at that
+    accelerator's and region's prices, exactly as a solve of that document would be. A base field that a
+    swept preset would otherwise re-derive is listed under ``pinned``."""
     from solvers.schema import resolve
 
     point = plan.points[index]
     started = time.perf_counter()
     row: dict[str, Any] = {"index": index, "point": dict(point)}
+    pinned = pinned_fields(plan.request.scenario, point)
+    if pinned:
+        row["pinned"] = pinned
+    document = point_document(plan.request.scenario, point)
+    if pricing is not None:
+        document, provenance = pricing.apply(document)
+        row["prices"] = provenance
     try:
-        resolved = resolve(_with_auto_layout(point_document(plan.request.scenario, point)))
+        resolved = resolve(_with_auto_layout(document))
         space = space_from_document(
             plan.request.space,
             default=default_space(model=resolved.model, cluster=resolved.cluster, training=resolved.training),
@@ -320,13 +425,15 @@ def sweep_document(
     objective: str | None = None,
     pareto: Sequence[str] | None = None,
     progress: Progress | None = None,
+    pricing: prices.Pricing | None = None,
 ) -> dict[str, Any]:
-    """Run a whole sweep in this process: one row per point, in order, and the Pareto front of the rows."""
+    """Run a whole sweep in this process: one row per point, in order, and the Pareto front of the rows.
+    ``pricing`` prices every point after its fields are set (``sweep_point``)."""
     started = time.perf_counter()
     plan = plan_sweep(document, objective=objective, pareto=pareto)
     rows: list[dict[str, Any]] = []
     for index in range(len(plan.points)):
-        rows.append(sweep_point(plan, index))
+        rows.append(sweep_point(plan, index, pricing=pricing))
         if progress is not None:
             progress(index + 1, len(plan.points))
     if len(rows) != len(plan.points):
