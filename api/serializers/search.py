@@ -1,14 +1,14 @@
 """Search and sweep requests: the options of a design-space search or a sweep of a plan.
 
 The serializers check the shape (known keys, JSON types); the rules themselves (objectives, Pareto metrics,
-axes, ranges, the layout space, the documented limits) are the solver's, applied by
-``scenarios.search_jobs`` before anything is queued, and a broken rule is a 400 naming its field path
-(``axes[1].range.step``, ``pareto[0]``, ``space.tp[2]``).
+axes, ranges, the layout space, the documented limits, and every sweep point's scenario) are the solver's,
+applied by ``scenarios.search_jobs`` before anything is queued, and a broken rule is a 400 naming its field
+path (``axes[1].range.step``, ``axes[0].values[2]``, ``pareto[0]``, ``space.tp[2]``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rest_framework import serializers
 
@@ -25,6 +25,27 @@ _SPACE_HELP = (
 )
 
 
+class StringField(serializers.CharField):
+    """A JSON string. DRF's ``CharField`` turns a number into its text, so ``"objective": 5`` would be
+    refused for a value ('5') that the client never sent."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
+
+
+class MetricsField(serializers.JSONField):
+    """A JSON list of metric names; a string would otherwise be taken for the list of its characters."""
+
+    default_error_messages: ClassVar[dict[str, Any]] = {"not_list": "must be a list of metric names"}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, list):
+            self.fail("not_list")
+        return super().to_internal_value(data)
+
+
 class StrictKeysSerializer(serializers.Serializer):
     """Refuses keys it does not declare, each named as its own field path."""
 
@@ -39,13 +60,13 @@ class StrictKeysSerializer(serializers.Serializer):
 
 
 class SearchRequestSerializer(StrictKeysSerializer):
-    objective = serializers.CharField(
+    objective = StringField(
         required=False, help_text=f"What ranks the layouts: one of {_OBJECTIVES} (default step_s)."
     )
     top = serializers.JSONField(
         required=False, help_text=f"Alternatives listed besides the best, 0 to {MAX_TOP} (default 5)."
     )
-    pareto = serializers.JSONField(
+    pareto = MetricsField(
         required=False,
         help_text=f"2 or 3 metrics of the Pareto front, from {_METRICS} "
         "(default step_s, usd_per_million_tokens, total_kgco2e).",
@@ -61,17 +82,21 @@ class SweepRequestSerializer(StrictKeysSerializer):
         help_text=(
             "The fields to vary: a list of {field: 'cluster.gpus', values: [...]} or {field, range: {start, "
             "stop, step} | {start, stop, factor}}; any scenario field except training.layout. At most "
-            f"{MAX_AXES} axes, {MAX_VALUES_PER_AXIS:,} values per axis and {MAX_SWEEP_POINTS:,} points."
+            f"{MAX_AXES} axes, {MAX_VALUES_PER_AXIS:,} values per axis and {MAX_SWEEP_POINTS:,} points. "
+            "Every point's scenario is validated before the sweep is queued: a value that breaks a rule of "
+            "its own field wherever it appears (wrong type, out of range, unknown key or preset) is a 400 "
+            "naming axes[i].values[j] (or axes[i].range) and the rule; a point that breaks a rule only in "
+            "combination with other values becomes a row with its error."
         )
     )
-    mode = serializers.CharField(
+    mode = StringField(
         required=False,
         help_text="product (every combination, default) or zip (the i-th value of every axis).",
     )
-    objective = serializers.CharField(
+    objective = StringField(
         required=False, help_text=f"How each point picks its best layout: one of {_OBJECTIVES}."
     )
-    pareto = serializers.JSONField(
+    pareto = MetricsField(
         required=False, help_text=f"2 or 3 metrics of the Pareto front over the points, from {_METRICS}."
     )
     space = JSONObjectField(required=False, help_text=f"{_SPACE_HELP} Applies to every point.")

@@ -228,13 +228,23 @@ def test_bad_numbers_are_400_and_never_stored_non_finite(
     assert stored_documents_are_finite()
 
 
+def json_path(path: tuple[Any, ...]) -> str:
+    """The error path the API gives for a field: ``("document", "other_mttf_h", 0)`` ->
+    ``document.other_mttf_h[0]``."""
+    out = ""
+    for key in path:
+        out += f"[{key}]" if isinstance(key, int) else (f".{key}" if out else key)
+    return out
+
+
 @pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity", "1e999"])
 @pytest.mark.parametrize(("endpoint", "body", "path"), CASES[:: max(1, len(CASES) // 12)])
-def test_non_finite_literals_are_refused_with_the_body_path(
+def test_non_finite_literals_are_refused_with_the_field_path(
     env: dict[str, Any], endpoint: str, body: dict[str, Any], path: tuple[Any, ...], literal: str
 ) -> None:
     response = send(env, endpoint, with_value(body, path), literal, update=False)
     assert response.status_code == 400
+    assert [e["path"] for e in response.json()["errors"]] == [json_path(path)], response.json()
     assert stored_documents_are_finite()
 
 
