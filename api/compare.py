@@ -49,13 +49,20 @@ METRICS: tuple[Metric, ...] = (
     _m("tco.capex_usd", "tco", "Capital cost (amortized)", "USD"),
     _m("tco.maintenance_usd", "tco", "Maintenance", "USD"),
     _m("tco.electricity_usd", "tco", "Electricity", "USD"),
+    _m("tco.failure_cost_usd", "tco", "Cost of failures (rework and restarts)", "USD"),
+    _m("tco.checkpoint_cost_usd", "tco", "Cost of checkpoint writes", "USD"),
     _m("tco.total_usd", "tco", "Total cost", "USD"),
     _m("tco.usd_per_million_tokens", "tco", "Cost per million tokens", "USD/Mtok"),
+    _m("tco.cloud_usd", "tco", "Cloud alternative (same GPU-hours at the cloud price)", "USD"),
+    _m("memory.total_bytes", "memory", "Memory needed per GPU", "bytes"),
+    _m("memory.capacity_bytes", "memory", "Memory per GPU", "bytes"),
 )
 
-
-# The top-level report sections the metrics read (compare loads only these from the database).
-REPORT_SECTIONS: tuple[str, ...] = tuple(sorted({m.key.split(".")[0] for m in METRICS}))
+# Per-row facts that are not deltas: whether the plan fits, the layout, the warnings and the cloud price.
+ROW_SECTIONS: tuple[str, ...] = ("layout", "warnings")
+# The top-level report sections compare reads (it loads only these from the database; a report's
+# assumptions ledger is most of its size).
+REPORT_SECTIONS: tuple[str, ...] = tuple(sorted({m.key.split(".")[0] for m in METRICS} | set(ROW_SECTIONS)))
 
 
 def report_number(report: Any, key: str) -> float | None:
@@ -90,6 +97,44 @@ class CompareItem:
     price_book_version: int | None
     created_at: Any
     report: Mapping[str, Any] | None
+    kind: str | None = None
+    cloud_usd_per_gpu_hour: float | None = None
+    current: bool | None = None
+    stale_reasons: tuple[str, ...] = ()
+
+
+def _fits(report: Mapping[str, Any] | None) -> bool | None:
+    memory = report.get("memory") if report else None
+    fits = memory.get("fits") if isinstance(memory, Mapping) else None
+    return fits if isinstance(fits, bool) else None
+
+
+def _warnings(report: Mapping[str, Any] | None) -> list[str]:
+    warnings = report.get("warnings") if report else None
+    return [str(warning) for warning in warnings] if isinstance(warnings, list) else []
+
+
+def row_flags(item: CompareItem) -> list[str]:
+    """What a buyer must see before reading a row's figures: a plan that does not fit in memory, a result
+    that is no longer current (the report's own warnings are beside them, under ``warnings``).
+
+    Example: a plan needing 1,309 GB per GPU on 141 GB GPUs -> "does not fit in memory: needs 1,309.0 GB per
+    GPU, the GPU has 141.0 GB"."""
+    if item.report is None:
+        return ["no result yet: run the plan"]
+    flags: list[str] = []
+    if _fits(item.report) is False:
+        need = report_number(item.report, "memory.total_bytes")
+        have = report_number(item.report, "memory.capacity_bytes")
+        detail = (
+            f": needs {need / 1e9:,.1f} GB per GPU, the GPU has {have / 1e9:,.1f} GB"
+            if need is not None and have is not None
+            else ""
+        )
+        flags.append(f"does not fit in memory{detail}")
+    if item.current is False:
+        flags.extend(f"not current: {reason}" for reason in item.stale_reasons)
+    return flags
 
 
 def compare_table(*, items: Sequence[CompareItem], baseline_index: int) -> dict[str, Any]:
@@ -108,9 +153,16 @@ def compare_table(*, items: Sequence[CompareItem], baseline_index: int) -> dict[
                 "plan_name": item.plan_name,
                 "result": item.result_id,
                 "result_version": item.result_version,
+                "kind": item.kind,
                 "solver_version": item.solver_version,
                 "price_book_version": item.price_book_version,
                 "created_at": item.created_at,
+                "current": item.current,
+                "fits": _fits(item.report),
+                "layout": item.report.get("layout") if item.report else None,
+                "cloud_usd_per_gpu_hour": item.cloud_usd_per_gpu_hour,
+                "warnings": _warnings(item.report),
+                "flags": row_flags(item),
                 "baseline": index == baseline_index,
                 "values": values,
             }
@@ -128,21 +180,39 @@ CSV_LEAD_COLUMNS = (
     "plan_name",
     "result",
     "result_version",
+    "kind",
     "baseline",
     "solver_version",
     "price_book_version",
+    "current",
+    "fits",
+    "cloud_usd_per_gpu_hour",
 )
 
 
+def layout_text(layout: Any) -> str:
+    """A layout in one cell: ``tp8 pp16 cp1 ep1 dp128 mb1 interleaved`` (empty when there is none)."""
+    if not isinstance(layout, Mapping):
+        return ""
+    parts = [f"{axis}{layout[axis]}" for axis in ("tp", "pp", "cp", "ep", "dp") if axis in layout]
+    if "microbatch_seqs" in layout:
+        parts.append(f"mb{layout['microbatch_seqs']}")
+    if layout.get("schedule"):
+        parts.append(str(layout["schedule"]))
+    return " ".join(parts)
+
+
 def compare_csv_table(data: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
-    """One row per plan; for each metric its value, delta and delta in percent (units in the header)."""
-    header = list(CSV_LEAD_COLUMNS)
+    """One row per plan: provenance, whether it fits and is current, the layout, the cloud price, the
+    flags and the warnings, then for each metric its value, delta and delta in percent (units in the header)."""
+    header = [*CSV_LEAD_COLUMNS, "layout", "flags", "warnings"]
     for metric in data["metrics"]:
         column = f"{metric['key']} [{metric['unit']}]"
         header += [column, f"{column} delta", f"{metric['key']} delta %"]
     rows = []
     for item in data["items"]:
         row = [item[c] for c in CSV_LEAD_COLUMNS]
+        row += [layout_text(item["layout"]), "; ".join(item["flags"]), "; ".join(item["warnings"])]
         for metric in data["metrics"]:
             cell = item["values"][metric["key"]]
             row += [cell["value"], cell["delta"], cell["delta_pct"]]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from scenarios import services
+
 # Request bodies above this are refused before parsing (a scenario document is a few KB).
 MAX_BODY_BYTES: int = int(getattr(settings, "DATA_UPLOAD_MAX_MEMORY_SIZE", None) or 1_048_576)
 # Deeper JSON than this is not a scenario document; refusing it early keeps the parser off the stack limit.
@@ -22,7 +24,7 @@ DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
 # Plans (or pinned results) in one comparison.
 MAX_COMPARE_ITEMS = 20
-# Entries in one published price book.
-MAX_PRICE_ENTRIES = 5_000
+# Entries in one published price book: the service's number (the management command obeys it too).
+MAX_PRICE_ENTRIES: int = services.MAX_PRICE_ENTRIES
 # Tokens a user may hold at once (revoked tokens do not count).
 MAX_ACTIVE_TOKENS_PER_USER = 50

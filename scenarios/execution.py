@@ -7,8 +7,8 @@ died, a sweeper re-send) and a worker may die at any instruction:
            row stops. The attempt count lives in Postgres, so a run whose worker dies on every attempt ends
            ``failed`` with the reason after ``max_attempts``, however often the broker redelivers it.
 * solve    pure; repeating it costs only time.
-* store    under a row lock on the plan (version numbering), INSERT the result unless (plan, input_hash)
-           exists, and mark the run succeeded only if this delivery still holds the claim, in one
+* store    under a row lock on the plan (version numbering), INSERT the result unless (plan, input_hash,
+           solver_version) exists, and mark the run succeeded only if this delivery still holds the claim, in one
            transaction. A repeat finds the existing result and creates nothing.
 * sweep    queued runs whose message went out long ago are sent again; running runs whose lease expired
            are put back to queued (or failed at the attempt cap) and sent again.
@@ -183,13 +183,24 @@ def run_progress(*, run_id: int, claim: Claim, points_done: int, points_total: i
 
 # --- Executors by run kind ----------------------------------------------------------------------------
 
-Executor = Callable[[dict[str, Any], Run, Claim], dict[str, Any]]
+# (the plan's inputs: a services.PlanInputs, the run, the claim) -> the report document.
+Executor = Callable[[Any, Run, Claim], dict[str, Any]]
 
 
-def _solve(document: dict[str, Any], run: Run, claim: Claim) -> dict[str, Any]:
+def _solve(inputs: Any, run: Run, claim: Claim) -> dict[str, Any]:
+    """A plain solve of the plan's priced document; the assumptions of book prices name their book."""
     from solvers import solve
 
-    return solve(document)
+    return label_book_prices(solve(inputs.document), inputs.prices)
+
+
+def label_book_prices(report: dict[str, Any], prices: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The report with the assumption entries of book prices naming their book (its own list, or a
+    search's best report's); numbers are untouched."""
+    for holder in (report, report.get("best")):
+        if isinstance(holder, dict) and isinstance(holder.get("assumptions"), list):
+            holder["assumptions"] = pricing.label_price_sources(holder["assumptions"], prices)
+    return report
 
 
 # Search and sweep register their executors here (kind -> callable returning the report document).
@@ -267,9 +278,11 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
     """Store the reports of many runs in one transaction; returns {run id: Stored}.
 
     Under row locks on the plans (taken in id order, so two workers cannot deadlock): a report whose
-    (plan, input_hash) is stored already returns that result; the others become version n+1 of their plan
-    with a delta against version n. Runs are marked succeeded only where ``claim`` still holds them.
-    A run of the same plan later in ``solved`` is numbered after an earlier one."""
+    (plan, input_hash, solver_version) is stored already returns that result; the others become version
+    n+1 of their plan, with ``previous`` and ``delta`` against the plan's newest result of the same kind
+    (a solve is compared with the last solve, never with a sweep or a search). Runs are marked succeeded
+    only where ``claim`` still holds them. A run of the same plan later in ``solved`` is numbered after an
+    earlier one."""
     from solvers import SOLVER_VERSION
 
     if not solved:
@@ -277,6 +290,7 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
     now = timezone.now()
     plan_ids = sorted({item.run.plan_id for item in solved})
     hashes = {item.run.pk: item.input_hash for item in solved}
+    solvers_of = {item.run.pk: str(item.report.get("solver_version") or SOLVER_VERSION) for item in solved}
     stored: dict[int, Stored] = {}
     with transaction.atomic():
         teams = dict(
@@ -285,18 +299,26 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
             .order_by("pk")
             .values_list("pk", "team_id")
         )
-        known: dict[tuple[int, str], Stored] = {
-            (plan_id, input_hash): Stored(result_id=pk, version=version, created=False)
-            for plan_id, input_hash, pk, version in Result.objects.filter(
-                plan_id__in=plan_ids, input_hash__in=set(hashes.values())
-            ).values_list("plan_id", "input_hash", "pk", "version")
+        known: dict[tuple[int, str, str], Stored] = {
+            (plan_id, input_hash, solver): Stored(result_id=pk, version=version, created=False)
+            for plan_id, input_hash, solver, pk, version in Result.objects.filter(
+                plan_id__in=plan_ids,
+                input_hash__in=set(hashes.values()),
+                solver_version__in=set(solvers_of.values()),
+            ).values_list("plan_id", "input_hash", "solver_version", "pk", "version")
         }
-        latest: dict[int, dict[str, Any]] = {
-            row["plan_id"]: row
-            for row in Result.objects.filter(plan_id__in=plan_ids)
+        newest_version: dict[int, int] = dict(
+            Result.objects.filter(plan_id__in=plan_ids)
             .order_by("plan_id", "-version")
             .distinct("plan_id")
-            .values("plan_id", *_PREVIOUS_FIELDS)
+            .values_list("plan_id", "version")
+        )
+        latest: dict[tuple[int, str], dict[str, Any]] = {
+            (row["plan_id"], row["kind"]): row
+            for row in Result.objects.filter(plan_id__in=plan_ids)
+            .order_by("plan_id", "kind", "-version")
+            .distinct("plan_id", "kind")
+            .values("plan_id", "kind", *_PREVIOUS_FIELDS)
         }
         pending = list(solved)
         while pending:
@@ -304,25 +326,26 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
             batch: dict[int, tuple[Solved, Result]] = {}
             later: list[Solved] = []
             for item in pending:
-                plan_id, input_hash = item.run.plan_id, hashes[item.run.pk]
-                if (plan_id, input_hash) in known:
-                    stored[item.run.pk] = known[(plan_id, input_hash)]
+                plan_id, kind = item.run.plan_id, item.run.kind
+                identity = (plan_id, hashes[item.run.pk], solvers_of[item.run.pk])
+                if identity in known:
+                    stored[item.run.pk] = known[identity]
                     continue
                 if plan_id in batch:
                     later.append(item)  # numbered (or found, if its inputs are the same) in the next pass
                     continue
-                previous = latest.get(plan_id)
+                previous = latest.get((plan_id, kind))
                 columns = adapters.promoted_columns(item.report)
                 before = {name: previous[name] for name in adapters.DELTA_FIELDS} if previous else None
                 result = Result(
                     plan_id=plan_id,
                     team_id=teams[plan_id],
-                    version=(previous["version"] if previous else 0) + 1,
-                    kind=item.run.kind,
+                    version=newest_version.get(plan_id, 0) + 1,
+                    kind=kind,
                     input_snapshot=item.inputs.snapshot(),
                     prices=item.inputs.prices,
-                    input_hash=input_hash,
-                    solver_version=str(item.report.get("solver_version") or SOLVER_VERSION),
+                    input_hash=identity[1],
+                    solver_version=identity[2],
                     price_book_id=item.inputs.sheet.global_book.id if item.inputs.sheet.global_book else None,
                     team_price_book_id=item.inputs.sheet.team_book.id
                     if item.inputs.sheet.team_book
@@ -344,11 +367,15 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
             _insert_results([result for _, result in batch.values()])
             for plan_id, (item, result) in batch.items():
                 entry = Stored(result_id=result.pk, version=result.version, created=True)
-                known[(plan_id, hashes[item.run.pk])] = entry
+                known[(plan_id, hashes[item.run.pk], solvers_of[item.run.pk])] = entry
                 stored[item.run.pk] = entry
-                latest[plan_id] = {"plan_id": plan_id, "pk": result.pk, "version": result.version} | {
-                    name: getattr(result, name) for name in adapters.DELTA_FIELDS
-                }
+                newest_version[plan_id] = result.version
+                latest[(plan_id, result.kind)] = {
+                    "plan_id": plan_id,
+                    "kind": result.kind,
+                    "pk": result.pk,
+                    "version": result.version,
+                } | {name: getattr(result, name) for name in adapters.DELTA_FIELDS}
             pending = later
         # The plan's current result is the one of its last solve in this call. Search and sweep results
         # are versions of the plan too, but compare reads a single report's step/TCO/carbon sections.
@@ -433,7 +460,7 @@ def runs_execute(
             if sheet is None:
                 sheet = sheets[run.plan.team_id] = pricing.sheet_for_team(team_id=run.plan.team_id)
             inputs = plan_inputs(plan=run.plan, sheet=sheet)
-            report = executor(inputs.document, run, claim)
+            report = executor(inputs, run, claim)
         except ScenarioError as exc:
             detail = "; ".join(str(e) for e in exc.errors) or str(exc)
             run_fail(run_id=run.pk, claim=claim, error=f"the scenario cannot be solved: {detail}")

@@ -3,7 +3,11 @@
 Both create their runs with one bulk INSERT that skips conflicts with the unique constraint on
 (plan, price book, input hash) for automatic triggers, so two beat processes, a repeated fan-out message or
 a publish followed by the nightly check still produce one re-run per plan and price-book version. Plans
-whose current inputs already have a stored result get no run at all.
+whose current inputs already have a result stored by the current solver (``solvers.SOLVER_VERSION``) get no
+run at all; after a solver change they are re-run, so the new solver's numbers are stored.
+
+Which plans a price book re-runs is decided in one place, ``plans_with_price_changes``: the fan-out queues
+those plans and the publish answer counts them (``plans_to_rerun``).
 """
 
 from __future__ import annotations
@@ -59,7 +63,8 @@ def enqueue_price_fan_out(*, price_book_id: int) -> None:
     tasks.fan_out_prices.delay(price_book_id)
 
 
-def _previous_book(book: PriceBook) -> PriceBook | None:
+def previous_book(book: PriceBook) -> PriceBook | None:
+    """The version before ``book`` in its scope (the team's books, or the global books)."""
     books = PriceBook.objects.filter(version__lt=book.version)
     books = books.filter(team__isnull=True) if book.team is None else books.filter(team=book.team)
     return books.order_by("-version").first()
@@ -161,12 +166,20 @@ def _plan_rows(*, team_ids: Iterable[int] | None = None, auto_rerun_only: bool =
 
 
 def _document_key(document: dict[str, Any]) -> str:
-    """The canonical hash of the priced scenario document (not resolved: cheap enough for 10,000 plans).
-    Equal documents solve to equal results, so it identifies "this plan with these inputs" for the
-    deduplication of automatic runs."""
+    """The canonical hash of the priced scenario document and the solver version (not resolved: cheap
+    enough for 10,000 plans). Equal documents solve to equal results with the same solver, so it identifies
+    "this plan with these inputs and this solver" for the deduplication of automatic runs; a new solver
+    gets a run of its own instead of conflicting with the run the previous solver answered."""
     from solvers import canonical_hash
 
-    return str(canonical_hash(document))
+    return str(canonical_hash({"document": document, "solver_version": _solver_version()}))
+
+
+def _solver_version() -> str:
+    """The version of the solver this process runs: only its results count as current."""
+    import solvers
+
+    return str(solvers.SOLVER_VERSION)
 
 
 def _resolved_hash_or_blank(document: dict[str, Any]) -> str:
@@ -218,14 +231,15 @@ def _create_runs(*, candidates: list[tuple[PlanRow, int | None, str]], trigger: 
         return sorted(int(row[0]) for row in cursor.fetchall())
 
 
-def price_book_fan_out(*, price_book_id: int) -> FanOut:
-    """Re-run every live plan whose resolved prices differ between the book's predecessor and the book.
+def plans_with_price_changes(*, book: PriceBook) -> Iterator[tuple[PlanRow, pricing.PriceSheet | None]]:
+    """Every live plan ``book`` concerns, with the sheet in effect once it is published when the book
+    changes the plan's resolved prices, else None: the one rule of which plans a publication re-runs (the
+    fan-out queues these plans; the publish answer counts them).
 
-    A global book is compared per team under that team's own override book, so a team that overrides the
-    changed price sees no change; a team book concerns that team's plans only."""
-    started = time.perf_counter()
-    book = PriceBook.objects.get(pk=price_book_id)
-    previous = _previous_book(book)
+    Resolved prices differ when the numbers ``apply_prices`` gives the plan under the book's predecessor
+    and under the book differ. A global book is compared per team under that team's own override book, so
+    a team that overrides the changed price sees no change; a team book concerns that team's plans only."""
+    previous = previous_book(book)
     global_new: PriceBook | None
     global_old: PriceBook | None
     if book.team_id is None:
@@ -241,11 +255,8 @@ def price_book_fan_out(*, price_book_id: int) -> FanOut:
         else pricing.book_quotes(book=global_old, origin=pricing.ORIGIN_GLOBAL_BOOK)
     )
     sheets: dict[int, tuple[pricing.PriceSheet, pricing.PriceSheet]] = {}
-    checked = changed = runs_created = messages = 0
-    candidates: list[tuple[PlanRow, int | None, str]] = []
     price_changed: dict[tuple[Any, ...], bool] = {}
     for plan in _plan_rows(team_ids=team_ids):
-        checked += 1
         pair = sheets.get(plan.team_id)
         if pair is None:
             if book.team_id is None:
@@ -258,26 +269,42 @@ def price_book_fan_out(*, price_book_id: int) -> FanOut:
                 pricing.compose_sheet(global_book=global_old, team_book=team_old, global_quotes=old_quotes),
             )
         new_sheet, old_sheet = pair
-        document = plan.document()
         key = plan.price_key()
         if key not in price_changed:
-            _, new_prices = pricing.apply_prices(
-                document=document,
-                sheet=new_sheet,
-                site_name=plan.site_name,
-                cloud_provider=plan.cloud_provider,
-            )
-            _, old_prices = pricing.apply_prices(
-                document=document,
-                sheet=old_sheet,
-                site_name=plan.site_name,
-                cloud_provider=plan.cloud_provider,
-            )
-            price_changed[key] = pricing.price_values(new_prices) != pricing.price_values(old_prices)
-        if not price_changed[key]:
+            document = plan.document()
+            new_prices = _prices(plan, document, new_sheet)
+            price_changed[key] = new_prices != _prices(plan, document, old_sheet)
+        yield plan, new_sheet if price_changed[key] else None
+
+
+def _prices(plan: PlanRow, document: dict[str, Any], sheet: pricing.PriceSheet) -> dict[str, float | None]:
+    _, used = pricing.apply_prices(
+        document=document, sheet=sheet, site_name=plan.site_name, cloud_provider=plan.cloud_provider
+    )
+    return pricing.price_values(used)
+
+
+def plans_to_rerun(*, book: PriceBook) -> int:
+    """How many live plans publishing ``book`` re-runs (those whose resolved prices it changes)."""
+    return sum(1 for _, sheet in plans_with_price_changes(book=book) if sheet is not None)
+
+
+def price_book_fan_out(*, price_book_id: int) -> FanOut:
+    """Re-run every live plan whose resolved prices differ between the book's predecessor and the book
+    (``plans_with_price_changes``)."""
+    started = time.perf_counter()
+    book = PriceBook.objects.get(pk=price_book_id)
+    checked = changed = runs_created = messages = 0
+    candidates: list[tuple[PlanRow, int | None, str]] = []
+    for plan, new_sheet in plans_with_price_changes(book=book):
+        checked += 1
+        if new_sheet is None:
             continue
         priced, _ = pricing.apply_prices(
-            document=document, sheet=new_sheet, site_name=plan.site_name, cloud_provider=plan.cloud_provider
+            document=plan.document(),
+            sheet=new_sheet,
+            site_name=plan.site_name,
+            cloud_provider=plan.cloud_provider,
         )
         candidates.append((plan, book.pk, _document_key(priced)))
         changed += 1
@@ -301,8 +328,8 @@ def price_book_fan_out(*, price_book_id: int) -> FanOut:
 
 
 def plans_recheck(*, trigger: str = TRIGGER_SCHEDULE) -> FanOut:
-    """Queue a run for every live ``auto_rerun`` plan whose current inputs (revisions, prices, solver) have
-    no stored result; unchanged plans produce no rows."""
+    """Queue a run for every live ``auto_rerun`` plan whose current inputs (revisions, prices) have no result
+    stored by the current solver; unchanged plans produce no rows."""
     started = time.perf_counter()
     global_book = pricing.latest_book(team_id=None)
     global_quotes = pricing.book_quotes(book=global_book, origin=pricing.ORIGIN_GLOBAL_BOOK)
@@ -327,7 +354,8 @@ def plans_recheck(*, trigger: str = TRIGGER_SCHEDULE) -> FanOut:
         )
         candidates.append((plan, sheet.newest_book_id, _document_key(priced)))
         resolved[plan.pk] = _resolved_hash_or_blank(priced)
-    # Plans whose current inputs already have a stored result need nothing.
+    # Plans whose current inputs already have a result stored by this solver need nothing; a result of
+    # another solver version does not count (a solver change re-runs them and stores its own numbers).
     solved: set[tuple[int, str]] = set()
     for start in range(0, len(candidates), 5000):
         part = candidates[start : start + 5000]
@@ -335,6 +363,7 @@ def plans_recheck(*, trigger: str = TRIGGER_SCHEDULE) -> FanOut:
             Result.objects.filter(
                 plan_id__in=[plan.pk for plan, _, _ in part],
                 input_hash__in={resolved[plan.pk] for plan, _, _ in part},
+                solver_version=_solver_version(),
             ).values_list("plan_id", "input_hash")
         )
     candidates = [c for c in candidates if (c[0].pk, resolved[c[0].pk]) not in solved]

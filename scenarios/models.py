@@ -16,6 +16,14 @@ from django.db.models import Q
 from django.utils import timezone
 
 from scenarios.errors import ImmutableRowError
+from solvers.prices import (
+    PRICE_ACCELERATOR,
+    PRICE_CLOUD,
+    PRICE_ELECTRICITY,
+    PRICE_NODE,
+    PRICE_UNITS,  # noqa: F401  (re-exported: services and serializers read units here)
+)
+from solvers.prices import PRICE_KIND_CHOICES as PRICE_KIND_CHOICES_TABLE
 
 ROLE_VIEWER = "viewer"
 ROLE_EDITOR = "editor"
@@ -245,6 +253,9 @@ class Plan(models.Model):
     archived_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
+    # When an edit last changed what the plan solves (its parts, pinned revisions, training, economics or
+    # cloud provider; not its name or description): a result stored before this is not current.
+    inputs_changed_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["name"]  # noqa: RUF012
@@ -265,27 +276,26 @@ class Plan(models.Model):
 
 # --- Price books --------------------------------------------------------------------------------------
 
-PRICE_ACCELERATOR = "accelerator"
-PRICE_NODE = "node"
-PRICE_CLOUD = "cloud"
-PRICE_ELECTRICITY = "electricity"
-PRICE_KIND_CHOICES = [
-    (PRICE_ACCELERATOR, "accelerator unit price (USD per accelerator)"),
-    (PRICE_NODE, "node unit price (USD per node)"),
-    (PRICE_CLOUD, "cloud price (USD per GPU-hour)"),
-    (PRICE_ELECTRICITY, "electricity price (USD per kWh)"),
+# One table of price kinds and units: the solver's price resolver (solvers.prices) owns it.
+PRICE_KIND_CHOICES = list(PRICE_KIND_CHOICES_TABLE)
+
+# How a version was made from the entries sent: patched onto the previous version of its scope, or replacing
+# it. Either way the stored version holds the complete resulting entry set.
+PRICE_MODE_PATCH = "patch"
+PRICE_MODE_REPLACE = "replace"
+PRICE_MODE_CHOICES = [
+    (PRICE_MODE_PATCH, "patch: the entries were applied on top of the previous version (based_on)"),
+    (PRICE_MODE_REPLACE, "replace: the entries are the whole book"),
 ]
-PRICE_UNITS = {
-    PRICE_ACCELERATOR: "usd",
-    PRICE_NODE: "usd",
-    PRICE_CLOUD: "usd_per_gpu_hour",
-    PRICE_ELECTRICITY: "usd_per_kwh",
-}
 
 
 class PriceBook(ImmutableModel):
     """A published, immutable sheet of prices. ``team`` null is the global book; a team book overrides it
-    key by key. ``version`` counts 1..n per team (and for the global books)."""
+    key by key. ``version`` counts 1..n per team (and for the global books).
+
+    Each version's entries are the complete book in effect from its publication on, whatever its ``mode``
+    (a patch stores the previous entries with its changes applied), so readers take the newest version's
+    entries as they are."""
 
     team = models.ForeignKey(
         Team, on_delete=models.PROTECT, null=True, blank=True, related_name="price_books"
@@ -298,6 +308,11 @@ class PriceBook(ImmutableModel):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     published_at = models.DateTimeField(default=timezone.now)
+    # The default describes a book created without saying how (and the books published before modes
+    # existed): its entries are the whole book. ``price_book_publish`` always states the mode.
+    mode = models.CharField(max_length=8, choices=PRICE_MODE_CHOICES, default=PRICE_MODE_REPLACE)
+    # The version a patch was applied to (null for a replace or the first version of its scope).
+    based_on = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True, related_name="+")
 
     class Meta:
         ordering = ["team_id", "-version"]  # noqa: RUF012
@@ -305,6 +320,14 @@ class PriceBook(ImmutableModel):
             # NULLS NOT DISTINCT: global books (team null) also count 1..n without duplicates.
             models.UniqueConstraint(
                 fields=["team", "version"], name="price_book_unique_version", nulls_distinct=False
+            ),
+            models.CheckConstraint(
+                condition=Q(mode__in=[PRICE_MODE_PATCH, PRICE_MODE_REPLACE]), name="price_book_mode_valid"
+            ),
+            # Only a patch rests on a previous version.
+            models.CheckConstraint(
+                condition=Q(mode=PRICE_MODE_PATCH) | Q(based_on__isnull=True),
+                name="price_book_replace_not_based_on",
             ),
         )
 
@@ -454,8 +477,10 @@ class Run(models.Model):
 
 
 class Result(ImmutableModel):
-    """An append-only solved report with its provenance. Unique on (plan, input_hash): solving unchanged
-    inputs again returns this row. ``version`` counts 1..n per plan without gaps."""
+    """An append-only solved report with its provenance. Unique on (plan, input_hash, solver_version):
+    solving unchanged inputs again with the same solver returns this row; a new solver stores new numbers.
+    ``version`` counts 1..n per plan without gaps, across kinds; ``previous`` and ``delta`` refer to the
+    previous result of the same kind (a solve is compared with the last solve, not with a sweep)."""
 
     plan = models.ForeignKey(Plan, on_delete=models.PROTECT, related_name="results")
     team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="results")
@@ -492,7 +517,9 @@ class Result(ImmutableModel):
     class Meta:
         ordering = ["plan_id", "-version"]  # noqa: RUF012
         constraints = (
-            models.UniqueConstraint(fields=["plan", "input_hash"], name="result_unique_plan_input"),
+            models.UniqueConstraint(
+                fields=["plan", "input_hash", "solver_version"], name="result_unique_plan_input_solver"
+            ),
             models.UniqueConstraint(fields=["plan", "version"], name="result_unique_plan_version"),
             models.CheckConstraint(condition=Q(version__gte=1), name="result_version_positive"),
         )

@@ -70,6 +70,7 @@ from scenarios.models import (
     SiteRevision,
 )
 from scenarios.tasks import RETRY_OPTIONS, _claim, _time_limit_error
+from solvers.prices import Pricing
 
 log = logging.getLogger(__name__)
 
@@ -161,9 +162,17 @@ def _layouts_of(document: Mapping[str, Any], space: Any) -> int:
     )
 
 
-def _job_hash(*, kind: str, document: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+def _job_hash(
+    *,
+    kind: str,
+    document: Mapping[str, Any],
+    options: Mapping[str, Any],
+    prices_for: Pricing | None = None,
+) -> str:
     """The result key of a job: its kind, the canonical hash of the resolved scenario (layout left to the
-    search) and its options. A search also keys on the plan's own layout: it is reported as the baseline."""
+    search), its options and, for a sweep (whose document is unpriced: each point is priced after its
+    fields are set), the pricing its points use. A search also keys on the plan's own layout: it is
+    reported as the baseline."""
     from solvers import canonical_hash, resolve
 
     training = document.get("training")
@@ -173,6 +182,7 @@ def _job_hash(*, kind: str, document: Mapping[str, Any], options: Mapping[str, A
         "scenario": canonical_hash(resolve(_auto_layout(document)).document),
         "layout": given_layout if kind == RUN_KIND_SEARCH else None,
         "options": options,
+        "pricing": None if prices_for is None else prices_for.to_json(),
     }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -292,12 +302,13 @@ class _SearchProgress:
         execution.run_progress(run_id=self.run_id, claim=self.claim, points_done=done, points_total=total)
 
 
-def _search_executor(document: dict[str, Any], run: Run, claim: execution.Claim) -> dict[str, Any]:
+def _search_executor(inputs: services.PlanInputs, run: Run, claim: execution.Claim) -> dict[str, Any]:
     """Executor of ``kind="search"`` runs (``execution.EXECUTORS``): the search document of the plan's
     inputs, keyed by ``_job_hash`` so that it is stored apart from the plan's solve result."""
     from solvers import SOLVER_VERSION
     from solvers.search import search_document
 
+    document = inputs.document
     options = dict((run.params or {}).get("search") or {})
     out = search_document(
         {**document, "search": options}, progress=_SearchProgress(run_id=run.pk, claim=claim)
@@ -306,7 +317,7 @@ def _search_executor(document: dict[str, Any], run: Run, claim: execution.Claim)
     out["solver_version"] = SOLVER_VERSION
     out["kind"] = RUN_KIND_SEARCH
     out["input_hash"] = _job_hash(kind=RUN_KIND_SEARCH, document=document, options=options)
-    return out
+    return execution.label_book_prices(out, inputs.prices)
 
 
 # --- Sweep: request ----------------------------------------------------------------------------------
@@ -350,6 +361,13 @@ def _sweep_options(planned: Any) -> dict[str, Any]:
     }
 
 
+def _sweep_hash(*, document: Mapping[str, Any], planned: Any, prices_for: Pricing) -> str:
+    """The result key of a sweep of ``document`` (unpriced) with these options and this pricing."""
+    return _job_hash(
+        kind=RUN_KIND_SWEEP, document=document, options=_sweep_options(planned), prices_for=prices_for
+    )
+
+
 def _chunk_size(*, points: int, layouts_per_point: int) -> int:
     """Points per chunk: at most ``SWEEP_CHUNK_POINTS``, about ``SWEEP_CHUNK_LAYOUTS`` layouts, and at least
     ``SWEEP_MIN_CHUNKS`` chunks when there are that many points.
@@ -376,16 +394,147 @@ def _layouts_per_point(document: Mapping[str, Any], planned: Any) -> int:
     return largest
 
 
+# At most this many refused sweep values are listed in a 400 (the rest are counted in the last message), so
+# that a thousand bad values do not answer with a thousand errors.
+_MAX_VALUE_REFUSALS = 20
+# The point check stops once the points break this many rules between them. Each broken rule costs the
+# solver some microseconds (an unknown key: a did-you-mean search), so one value of 40,000 unknown keys
+# swept against 1,000 other values would keep the request busy for minutes. A sweep of sound values
+# never comes near this many (1,000 points with a few row errors each).
+_MAX_POINT_ERRORS = 20_000
+
+
+def _value_picks(planned: Any) -> list[tuple[int, ...]]:
+    """For each point, in point order, the index of its value on every axis: ``plan_sweep`` expands the
+    points in this same order (``itertools.product`` of the axes, or the i-th value of each for zip)."""
+    from itertools import product
+
+    if planned.mode == "zip":
+        return [(k,) * len(planned.axes) for k in range(len(planned.points))]
+    return list(product(*(range(len(axis.values)) for axis in planned.axes)))
+
+
+def _point_errors(planned: Any, index: int) -> list[Any]:
+    """The rules point ``index`` breaks as a scenario (``solvers.resolve`` with the layout left to the
+    search, as ``solvers.sweep.sweep_point`` resolves it): its ``FieldError``s, none when it is valid."""
+    from solvers import ScenarioError, resolve
+    from solvers.sweep import point_document
+
+    try:
+        resolve(_auto_layout(point_document(planned.request.scenario, planned.points[index])))
+    except ScenarioError as exc:
+        return exc.errors
+    return []
+
+
+def _at_field(errors: Sequence[Any], field: str) -> frozenset[tuple[str, str]]:
+    """(path, message) of the errors at ``field`` itself or inside the value it was given."""
+    return frozenset(
+        (e.path, e.message)
+        for e in errors
+        if e.path == field or e.path.startswith((f"{field}.", f"{field}["))
+    )
+
+
+def _value_refusal(
+    sweep: Mapping[str, Any], planned: Any, axis: int, pick: int, path: str, message: str
+) -> tuple[str, str]:
+    """(request path, message) of a refused value: ``axes[0].values[1]`` (``.key`` or ``[i]`` appended when
+    the rule is about a part of the value), or ``axes[0].range`` for a value that a range produced."""
+    field = planned.axes[axis].field
+    if "values" in sweep["axes"][axis]:
+        return f"axes[{axis}].values[{pick}]{path[len(field) :]}", f"{path}: {message}"
+    return f"axes[{axis}].range", f"{path}: {message} (value {pick + 1} of the range)"
+
+
+def _check_values(*, planned: Any, sweep: Mapping[str, Any]) -> None:
+    """Refuse the values that break a rule of their own field at every point they are part of.
+
+    Every point is resolved as a scenario (``_point_errors``; about 0.15 to 0.4 ms each, well under a
+    second for ``MAX_SWEEP_POINTS``). An error at the swept field's own path (or inside the value) is the
+    value's; the value is refused when it has such an error at every point it appears in, so a rule broken
+    only with some values of the other axes (the GPU count against a swept node size) stays a row error.
+    A sweep of which no point is a valid scenario is refused naming ``axes``: it could only store errors;
+    so is one whose points break more than ``_MAX_POINT_ERRORS`` rules, without checking the rest.
+    """
+    # (axis, value index) -> the value's own errors at the first point it is part of, emptied as soon as
+    # one of its points has none.
+    own: dict[tuple[int, int], frozenset[tuple[str, str]]] = {}
+    invalid: list[tuple[int, list[Any]]] = []
+    broken = 0
+    for index, picks in enumerate(_value_picks(planned)):
+        errors = _point_errors(planned, index)
+        if errors:
+            invalid.append((index, errors))
+            broken += len(errors)
+            if broken > _MAX_POINT_ERRORS:
+                raise ValidationError({"axes": [_too_broken(planned, invalid, checked=index + 1)]})
+        for axis, pick in enumerate(picks):
+            found = _at_field(errors, planned.axes[axis].field)
+            if (axis, pick) not in own:
+                own[axis, pick] = found
+            elif not found:
+                own[axis, pick] = frozenset()
+    refusals = [
+        _value_refusal(sweep, planned, axis, pick, path, message)
+        for (axis, pick), found in sorted(own.items())
+        for path, message in sorted(found)
+    ]
+    if refusals:
+        errors_out: dict[str, list[str]] = {}
+        for path, message in refusals[:_MAX_VALUE_REFUSALS]:
+            errors_out.setdefault(path, []).append(message)
+        if len(refusals) > _MAX_VALUE_REFUSALS:
+            errors_out.setdefault("axes", []).append(
+                f"and {len(refusals) - _MAX_VALUE_REFUSALS:,} more refused values not listed"
+            )
+        raise ValidationError(errors_out)
+    if invalid and len(invalid) == len(planned.points):
+        raise ValidationError(
+            {"axes": [f"no point of the sweep is a valid scenario; {_first_invalid(planned, invalid)}"]}
+        )
+
+
+def _first_invalid(planned: Any, invalid: Sequence[tuple[int, list[Any]]]) -> str:
+    """The first invalid point and the first rules it breaks, for a refusal of the whole sweep."""
+    index, errors = invalid[0]
+    point = ", ".join(f"{field}={value!r}" for field, value in planned.points[index].items())
+    return f"point {index} ({point[:200]}) breaks " + "; ".join(str(e)[:300] for e in errors[:3])
+
+
+def _too_broken(planned: Any, invalid: Sequence[tuple[int, list[Any]]], *, checked: int) -> str:
+    return (
+        f"the points of the sweep break more than {_MAX_POINT_ERRORS:,} rules between them (checked "
+        f"{checked:,} of {len(planned.points):,} points); {_first_invalid(planned, invalid)}"
+    )
+
+
 def sweep_check(*, plan: Plan, sweep: Mapping[str, Any], search: Mapping[str, Any]) -> tuple[int, int]:
-    """Validate a sweep of ``plan``; returns (points, points per chunk).
+    """Validate a sweep of ``plan`` whole, before anything is queued; returns (points, points per chunk).
 
     Raises ``ValidationError`` naming the request field: ``axes`` when the sweep has more than
     ``MAX_SWEEP_POINTS`` points, ``axes[1].range.step``, ``mode``, ``pareto[0]``, ``space.tp`` ... for
-    bad options. Nothing is solved."""
+    bad options, and ``axes[0].values[1]`` (or ``axes[0].range``) with the solver's rule for a bad value.
+
+    Every point's scenario is checked by the solver's own validation (``_check_values``). What refuses the
+    request and what is a row with an error:
+
+    * refused (400): a value that breaks a rule of its own field at every point it is part of: a wrong
+      type, a value out of range, an unknown key inside it, an unknown preset or choice, or a value that
+      the plan's other fields rule out whatever the other axes hold (a batch that is not a multiple of the
+      plan's sequence length). Such a value could only ever produce failed rows. A sweep of which no point
+      is a valid scenario is refused too (``axes``).
+    * a row with an error (202): a rule broken only in combination: at some points only (a GPU count that
+      is a whole number of nodes for some swept node sizes only), at another field's path (a precision a
+      swept accelerator lacks), or by the layout search of a point (a GPU count that no layout of ``space`` divides, a space with no
+      valid layout for that point's cluster). Each is that point's answer, and the other points stand.
+
+    Nothing is solved; resolving every point takes well under a second for ``MAX_SWEEP_POINTS`` points."""
     from solvers import ScenarioError, resolve
     from solvers.search import default_space, space_from_document
 
-    document = services.plan_document(plan=plan)
+    # The points are set on the plan's unpriced document, as the worker sets them (each is priced after).
+    document = services.plan_base_document(plan=plan)
     try:
         planned = _plan_of(document, {"sweep": sweep, "search": search})
         resolved = resolve(_auto_layout(planned.request.scenario))
@@ -395,6 +544,7 @@ def sweep_check(*, plan: Plan, sweep: Mapping[str, Any], search: Mapping[str, An
         )
     except ScenarioError as exc:
         raise _refusal(exc) from None
+    _check_values(planned=planned, sweep=sweep)
     points = len(planned.points)
     return points, _chunk_size(points=points, layouts_per_point=_layouts_per_point(document, planned))
 
@@ -467,7 +617,8 @@ class SweepJob:
 
     run_id: int
     input_hash: str
-    document: dict[str, Any]
+    document: dict[str, Any]  # the plan's unpriced document: each point is priced after it is set
+    pricing: Pricing
     chunk_points: int
     chunks_total: int
     points_total: int
@@ -484,7 +635,8 @@ def _job_of(run_id: int, params: Mapping[str, Any], points_total: int) -> SweepJ
     return SweepJob(
         run_id=run_id,
         input_hash=str(job["input_hash"]),
-        document=dict((job.get("inputs") or {}).get("document") or {}),
+        document=dict(job.get("document") or {}),
+        pricing=Pricing.from_json(job.get("pricing")),
         chunk_points=int(job["chunk_points"]),
         chunks_total=int(job["chunks_total"]),
         points_total=points_total,
@@ -492,15 +644,19 @@ def _job_of(run_id: int, params: Mapping[str, Any], points_total: int) -> SweepJ
 
 
 def _freeze(
-    *, run: Run, claim: execution.Claim, document: dict[str, Any], snapshot: dict[str, Any]
+    *, run: Run, claim: execution.Claim, inputs: services.PlanInputs, snapshot: dict[str, Any]
 ) -> SweepJob | None:
-    """Freeze the sweep's inputs on the run (only while ``claim`` holds it); recorded chunks are dropped
+    """Freeze the sweep's inputs on the run (only while ``claim`` holds it): the plan's unpriced document
+    and the pricing every point is priced with once its fields are set. Recorded chunks are dropped
     because they belong to other inputs. None when the claim was lost."""
+    document = inputs.base_document
     planned = _plan_of(document, run.params)
     points = len(planned.points)
     chunk_points = int(run.params.get("chunk_points") or _chunk_size(points=points, layouts_per_point=1))
     job = {
-        "input_hash": _job_hash(kind=RUN_KIND_SWEEP, document=document, options=_sweep_options(planned)),
+        "input_hash": _sweep_hash(document=document, planned=planned, prices_for=inputs.pricing),
+        "document": document,
+        "pricing": inputs.pricing.to_json(),
         "inputs": snapshot,
         "chunk_points": chunk_points,
         "chunks_total": math.ceil(points / chunk_points),
@@ -551,7 +707,7 @@ def _solve_chunk(job: SweepJob, planned: Any, chunk: int) -> list[dict[str, Any]
     from solvers.sweep import sweep_point
 
     start, stop = job.bounds(chunk)
-    return [sweep_point(planned, index) for index in range(start, stop)]
+    return [sweep_point(planned, index, pricing=job.pricing) for index in range(start, stop)]
 
 
 def _fail_running(*, run_id: int, error: str) -> bool:
@@ -609,7 +765,7 @@ def sweep_begin(*, run_id: int, claim: execution.Claim) -> str:
     if job is None or "revisions" not in ((run.params.get("job") or {}).get("inputs") or {}):
         try:
             inputs = services.plan_inputs(plan=run.plan)
-            job = _freeze(run=run, claim=claim, document=inputs.document, snapshot=inputs.snapshot())
+            job = _freeze(run=run, claim=claim, inputs=inputs, snapshot=inputs.snapshot())
         except ScenarioError as exc:
             detail = "; ".join(str(e) for e in exc.errors) or str(exc)
             execution.run_fail(run_id=run_id, claim=claim, error=f"the sweep cannot be solved: {detail}")
@@ -825,15 +981,15 @@ def sweep_finish(*, run_id: int) -> str:
     return "succeeded"
 
 
-def _sweep_executor(document: dict[str, Any], run: Run, claim: execution.Claim) -> dict[str, Any]:
+def _sweep_executor(inputs: services.PlanInputs, run: Run, claim: execution.Claim) -> dict[str, Any]:
     """Executor of ``kind="sweep"`` runs that arrive through ``scenarios.execute_run`` (the sweeper re-sent
     a sweep whose message was lost or whose lease expired): finish the sweep in this worker, keeping the
     chunks already recorded for the same inputs, with progress per chunk; ``runs_execute`` stores it."""
-    planned = _plan_of(document, run.params)
-    key = _job_hash(kind=RUN_KIND_SWEEP, document=document, options=_sweep_options(planned))
+    planned = _plan_of(inputs.base_document, run.params)
+    key = _sweep_hash(document=inputs.base_document, planned=planned, prices_for=inputs.pricing)
     job = _job_of(run.pk, run.params, len(planned.points))
     if job is None or job.input_hash != key:
-        job = _freeze(run=run, claim=claim, document=document, snapshot={"document": document})
+        job = _freeze(run=run, claim=claim, inputs=inputs, snapshot={"document": inputs.document})
         if job is None:
             # Another delivery took the run between the claim and the freeze; ``runs_execute`` records
             # nothing for a run this delivery no longer holds.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.db.models.fields.json import KeyTransform
@@ -18,7 +19,8 @@ from api.limits import MAX_COMPARE_ITEMS
 from api.permissions import team_roles
 from api.renderers import CSVRenderer
 from api.views.base import AuthenticatedAPIView
-from scenarios.models import Result
+from scenarios.currency import results_currency
+from scenarios.models import RUN_KIND_SEARCH, RUN_KIND_SOLVE, Result
 
 
 class MetricSerializer(serializers.Serializer):
@@ -39,9 +41,26 @@ class CompareItemSerializer(serializers.Serializer):
     plan_name = serializers.CharField()
     result = serializers.IntegerField(allow_null=True, help_text="Null when the plan has no result yet.")
     result_version = serializers.IntegerField(allow_null=True)
-    solver_version = serializers.CharField(allow_null=True)
+    kind = serializers.CharField(
+        allow_null=True, help_text="solve, or search (its best layout's report is compared)."
+    )
+    solver_version = serializers.CharField(allow_null=True, help_text="The solver that made these figures.")
     price_book_version = serializers.IntegerField(allow_null=True)
     created_at = serializers.DateTimeField(allow_null=True)
+    current = serializers.BooleanField(
+        allow_null=True,
+        help_text="False when the solver, the plan's inputs, its revisions or its prices changed since.",
+    )
+    fits = serializers.BooleanField(allow_null=True, help_text="Whether the layout fits in GPU memory.")
+    layout = serializers.JSONField(allow_null=True, help_text="The layout the figures were solved with.")
+    cloud_usd_per_gpu_hour = serializers.FloatField(
+        allow_null=True, help_text="The cloud price the cloud alternative (tco.cloud_usd) uses."
+    )
+    warnings = serializers.ListField(child=serializers.CharField(), help_text="The report's own warnings.")
+    flags = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="What to read before the figures: not fitting in memory, not current (and why).",
+    )
     baseline = serializers.BooleanField()
     values = serializers.DictField(child=CellSerializer(), help_text="By metric key.")
 
@@ -78,7 +97,10 @@ def parse_id_list(raw: str | None, *, name: str) -> list[int]:
 class CompareView(AuthenticatedAPIView):
     """Plans side by side by step budget, time to train, goodput, energy, carbon and TCO.
 
-    ``?plans=1,2,3`` compares each plan's latest result; ``?results=10,11`` pins result ids instead.
+    ``?plans=1,2,3`` compares each plan's latest result; ``?results=10,11`` pins result ids instead (a
+    search result is compared by its best layout's report; a sweep result, one row per point, cannot be
+    compared and is refused with 400). Each row says whether the plan fits in memory, whether its result is
+    still current, the layout, the cloud price and the warnings.
     ``baseline`` is the plan id (or, with ``results``, the result id) the deltas are taken against; it
     defaults to the first listed. Each figure carries its delta in absolute terms and in percent.
     ``Accept: text/csv`` or ``?format=csv`` gives the same table as CSV, one row per plan.
@@ -125,6 +147,17 @@ class CompareView(AuthenticatedAPIView):
                 name = "a plan id" if plan_ids else "a result id"
                 raise serializers.ValidationError({"baseline": [f"must be {name} listed in the comparison"]})
             baseline_index = keys.index(int(raw_baseline))
+        currency = results_currency([item.result_id for item in items if item.result_id is not None])
+        items = [
+            item
+            if item.result_id is None
+            else replace(
+                item,
+                current=currency[item.result_id].current,
+                stale_reasons=currency[item.result_id].reasons,
+            )
+            for item in items
+        ]
         return Response(compare_table(items=items, baseline_index=baseline_index))
 
     def _plan_items(self, plan_ids: list[int], teams: list[int]) -> list[CompareItem]:
@@ -157,18 +190,31 @@ class CompareView(AuthenticatedAPIView):
                 "id",
                 "plan_id",
                 "version",
+                "kind",
                 "solver_version",
                 "created_at",
                 "price_book__version",
                 "plan__id",
                 "plan__name",
             )
-            .annotate(**report_sections("report"))
+            .annotate(**report_sections("report"), **report_sections("report", prefix="best_", under="best"))
         }
         missing = [pk for pk in result_ids if pk not in rows]
         if missing:
             raise NotFound(
                 f"results: no such result among your teams' results: {', '.join(map(str, missing))}"
+            )
+        refused = {pk: rows[pk].kind for pk in result_ids if rows[pk].kind not in COMPARABLE_KINDS}
+        if refused:
+            raise serializers.ValidationError(
+                {
+                    "results": [
+                        f"result {pk} is a {kind} result: it holds one row per point, not one report, so it "
+                        "cannot be compared; compare solve or search results (a search is compared by its "
+                        "best layout)"
+                        for pk, kind in refused.items()
+                    ]
+                }
             )
         return [
             _item(plan_id=rows[pk].plan_id, plan_name=rows[pk].plan.name, result=rows[pk], sections=rows[pk])
@@ -177,14 +223,34 @@ class CompareView(AuthenticatedAPIView):
 
 
 UNUSED_RESULT_FIELDS = ("input_snapshot", "prices", "delta", "report")
+# A search result's ``best`` is a whole report (the recommended layout's); a sweep has one row per point.
+COMPARABLE_KINDS = (RUN_KIND_SOLVE, RUN_KIND_SEARCH)
+# The cloud price a report was solved with (the resolved scenario it carries).
+CLOUD_PRICE_PATH = ("scenario", "economics", "cloud_usd_per_gpu_hour")
 
 
-def report_sections(field: str) -> dict[str, KeyTransform]:
-    """Annotations that read each report section the table uses straight from the JSONB column."""
-    return {f"section_{name}": KeyTransform(name, field) for name in REPORT_SECTIONS}
+def _json_path(field: str, path: tuple[str, ...]) -> Any:
+    expression: Any = field
+    for key in path:
+        expression = KeyTransform(key, expression)
+    return expression
+
+
+def report_sections(field: str, *, prefix: str = "", under: str | None = None) -> dict[str, Any]:
+    """Annotations that read each report section the table uses (and the cloud price) straight from the
+    JSONB column; ``under`` reads them from a sub-document (a search's ``best`` report)."""
+    base = (under,) if under else ()
+    out = {f"{prefix}section_{name}": _json_path(field, (*base, name)) for name in REPORT_SECTIONS}
+    out[f"{prefix}cloud_price"] = _json_path(field, (*base, *CLOUD_PRICE_PATH))
+    return out
+
+
+def _number_or_none(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _item(*, plan_id: int, plan_name: str, result: Result | None, sections: Any) -> CompareItem:
+    prefix = "best_" if result is not None and result.kind == RUN_KIND_SEARCH else ""
     return CompareItem(
         plan_id=plan_id,
         plan_name=plan_name,
@@ -195,5 +261,9 @@ def _item(*, plan_id: int, plan_name: str, result: Result | None, sections: Any)
         created_at=None if result is None else result.created_at,
         report=None
         if result is None
-        else {name: getattr(sections, f"section_{name}") for name in REPORT_SECTIONS},
+        else {name: getattr(sections, f"{prefix}section_{name}") for name in REPORT_SECTIONS},
+        kind=None if result is None else result.kind,
+        cloud_usd_per_gpu_hour=None
+        if result is None
+        else _number_or_none(getattr(sections, f"{prefix}cloud_price")),
     )

@@ -14,6 +14,7 @@ from api.filters import PriceBookFilter
 from api.permissions import team_roles
 from api.serializers.price_books import (
     PriceBookDetailSerializer,
+    PriceBookPublishedSerializer,
     PriceBookPublishSerializer,
     PriceBookSerializer,
 )
@@ -30,7 +31,13 @@ class PriceBookViewSet(
 ):
     """Your teams' price books and the global ones (team null), newest version first. Published books are
     immutable; POST publishes the next version for a team (editor role) and re-runs every plan of the team
-    whose resolved prices it changes (trigger ``price_change``)."""
+    whose resolved prices it changes (trigger ``price_change``).
+
+    ``mode`` "patch" (the default) applies the entries on top of the team's previous version (keys it does
+    not list are kept; ``{"kind", "key", "remove": true}`` deletes one); "replace" makes the entries the
+    whole book. Each version lists its complete entries. The answer tells ``changes`` against the previous
+    version and ``plans_to_rerun``. Unknown keys (with the closest known key) and prices outside the
+    solver's limits are refused with the entry's path."""
 
     ordering_fields = ("published_at", "version")
     ordering = ("-published_at", "-id")
@@ -62,7 +69,7 @@ class PriceBookViewSet(
             return PriceBookPublishSerializer
         return PriceBookDetailSerializer if self.action == "retrieve" else PriceBookSerializer
 
-    @extend_schema(request=PriceBookPublishSerializer, responses={201: PriceBookDetailSerializer})
+    @extend_schema(request=PriceBookPublishSerializer, responses={201: PriceBookPublishedSerializer})
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         from scenarios import services
 
@@ -77,9 +84,9 @@ class PriceBookViewSet(
             entries=[dict(entry) for entry in data["entries"]],
             notes=data.get("notes", ""),
             source=data.get("source", ""),
+            mode=data["mode"],
         )
+        summary = services.price_book_summary(book=book)
         book = self.base_queryset().prefetch_related("entries").get(pk=book.pk)
-        return Response(
-            PriceBookDetailSerializer(book, context=self.get_serializer_context()).data,
-            status=status.HTTP_201_CREATED,
-        )
+        body = PriceBookDetailSerializer(book, context=self.get_serializer_context()).data
+        return Response({**body, **summary.as_dict()}, status=status.HTTP_201_CREATED)

@@ -56,7 +56,8 @@ class ResultViewSet(TeamScopedReadOnlyViewSet):
             OpenApiParameter(
                 "against",
                 OpenApiTypes.INT,
-                description="Id of the earlier result of the same plan (default: the previous version).",
+                description="Id of the earlier result of the same plan (default: the previous result of the same "
+                "kind, so a solve is compared with the last solve).",
             )
         ],
     )
@@ -66,10 +67,17 @@ class ResultViewSet(TeamScopedReadOnlyViewSet):
         after = self.get_object()
         raw = request.query_params.get("against")
         if raw is None:
-            before = after.previous
+            # The previous result of the same kind: a solve against the last solve, never a sweep.
+            before = (
+                self.get_queryset()
+                .filter(plan_id=after.plan_id, kind=after.kind, version__lt=after.version)
+                .order_by("-version")
+                .first()
+            )
             if before is None:
                 raise NotFound(
-                    "This is the plan's first result: there is no previous version to compare with."
+                    f"This is the plan's first {after.kind} result: there is no previous {after.kind} result "
+                    "to compare with (name one with ?against=)."
                 )
         else:
             if not raw.isdigit() or not 1 <= int(raw) <= MAX_ID:

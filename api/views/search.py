@@ -57,7 +57,12 @@ SWEEP_DESCRIPTION = (
     "Queue a sweep of the plan: the best layout at every point of the axes (any scenario field over a list "
     "or a range: GPU count, accelerator, fabric bandwidth, region, batch, prices) and the Pareto front of the "
     "points. The points are solved in chunks by every worker on the queue; the run counts points in "
-    "points_done / points_total, and the stored result has one row per point.\n" + LIMITS_MARKDOWN
+    "points_done / points_total, and the stored result has one row per point. Each point's fields are set on "
+    "the plan's document before prices are applied, so a point that changes the node, the accelerator or the "
+    "region gets that accelerator's and region's prices (listed in the row under prices); a field the plan "
+    "states by value that the swept preset would re-derive is kept and listed under pinned. The request is "
+    "validated whole before the 202: a value that breaks a rule at every point it is part of is refused "
+    "with its path (axes[0].values[1]).\n" + LIMITS_MARKDOWN
 )
 
 

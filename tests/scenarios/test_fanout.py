@@ -161,3 +161,36 @@ def test_beat_schedules_are_rows_created_by_a_data_migration() -> None:
     nightly = rows["scenarios.nightly_recheck"].crontab
     assert (nightly.hour, nightly.minute) == ("2", "30")
     assert PeriodicTask.objects.filter(task="scenarios.sweep_runs").count() == 1
+
+
+@pytest.mark.django_db
+def test_nightly_recheck_counts_only_results_of_the_current_solver(claim, sent, monkeypatch) -> None:
+    import solvers
+
+    team = make_team()
+    plan = make_plan(team=team, auto_rerun=True)
+    assert fanout.plans_recheck().runs_created == 1
+    execute_all(claim)
+    stored = Result.objects.get(plan=plan)
+    assert stored.solver_version == solvers.SOLVER_VERSION
+    assert fanout.plans_recheck().runs_created == 0
+    # A new solver: the stored result is another solver's numbers, so the plan is re-run (and the run does
+    # not conflict with the one the previous solver answered).
+    monkeypatch.setattr(solvers, "SOLVER_VERSION", f"{solvers.SOLVER_VERSION}+next")
+    again = fanout.plans_recheck()
+    assert (again.plans_checked, again.runs_created) == (1, 1)
+    assert Run.objects.filter(plan=plan, trigger="schedule").count() == 2
+    assert fanout.plans_recheck().runs_created == 0  # and only once
+
+
+@pytest.mark.django_db
+def test_fan_out_and_plans_to_rerun_agree(sent) -> None:
+    team = make_team()
+    h100 = [make_plan(team=team) for _ in range(2)]
+    make_plan(team=team, cluster_doc=CLUSTER_A100)
+    publish(None, H100_BOOK)
+    cut = publish(None, [{"kind": "accelerator", "key": "h100-sxm", "value": 20000}])  # a patch
+    assert fanout.plans_to_rerun(book=cut) == 2
+    outcome = fanout.price_book_fan_out(price_book_id=cut.pk)
+    assert (outcome.plans_checked, outcome.plans_changed, outcome.runs_created) == (3, 2, 2)
+    assert sorted(Run.objects.values_list("plan_id", flat=True)) == sorted(p.pk for p in h100)

@@ -61,3 +61,38 @@ def test_errors_name_the_row_and_rule(tmp_path) -> None:
     with pytest.raises(CommandError, match="no team with slug"):
         call_command("import_prices", str(path), "--team", "nope")
     assert not PriceBook.objects.exists()
+
+
+def test_patch_by_default_replace_on_request_and_the_changes_printed(tmp_path, sent, capsys) -> None:
+    team = make_team(slug="delta")
+    first = tmp_path / "deal.csv"
+    first.write_text("kind,key,value\naccelerator,h100-sxm,18000\nelectricity,quebec,0.031\n")
+    call_command("import_prices", str(first), "--team", "delta", "--fan-out", "none")
+    cloud = tmp_path / "cloud.csv"
+    cloud.write_text("kind,key,value,remove\ncloud,aws:h100-sxm,3.1,\nelectricity,quebec,,true\n")
+    capsys.readouterr()
+    call_command("import_prices", str(cloud), "--team", "delta", "--fan-out", "none")
+    v2 = PriceBook.objects.get(team=team, version=2)
+    v1 = PriceBook.objects.get(team=team, version=1)
+    assert (v2.mode, v2.based_on_id) == ("patch", v1.pk)
+    assert {(e.kind, e.key): e.value for e in v2.entries.all()} == {
+        ("accelerator", "h100-sxm"): 18000.0,
+        ("cloud", "aws:h100-sxm"): 3.1,
+    }
+    out = capsys.readouterr().out
+    assert "(patch on v1)" in out and "changes: 1 added, 0 changed, 1 removed, 1 unchanged" in out
+    assert "  - electricity quebec (was 0.031)" in out and "  + cloud aws:h100-sxm: 3.1" in out
+    call_command("import_prices", str(first), "--team", "delta", "--mode", "replace", "--fan-out", "none")
+    v3 = PriceBook.objects.get(team=team, version=3)
+    assert (v3.mode, v3.based_on, v3.entries.count()) == ("replace", None, 2)
+
+
+def test_unknown_keys_and_prices_beyond_the_solvers_limits_are_refused(tmp_path) -> None:
+    path = tmp_path / "typos.csv"
+    path.write_text("kind,key,value\nelectricity,quebeck,0.05\nelectricity,quebec,11\n")
+    with pytest.raises(CommandError) as err:
+        call_command("import_prices", str(path))
+    text = str(err.value)
+    assert "entries[0].key: unknown region 'quebeck'; did you mean 'quebec'?" in text
+    assert "entries[1].value: must be from 0 to 10 usd_per_kwh" in text
+    assert not PriceBook.objects.exists()

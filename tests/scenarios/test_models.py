@@ -82,21 +82,26 @@ def test_revisions_refuse_update() -> None:
     assert ClusterRevision.objects.get(pk=rev.pk).document["accelerator"] == "h100-sxm"
 
 
-def test_unique_plan_input_hash_and_version(stored_result: Result) -> None:
+def test_unique_plan_input_hash_solver_and_version(stored_result: Result) -> None:
     fields = {
         "plan_id": stored_result.plan_id,
         "team_id": stored_result.team_id,
         "input_snapshot": {},
-        "solver_version": "x",
         "cluster_revision_id": stored_result.cluster_revision_id,
         "model_revision_id": stored_result.model_revision_id,
         "site_revision_id": stored_result.site_revision_id,
         "report": {},
     }
+    same_solver = {**fields, "solver_version": stored_result.solver_version}
     with pytest.raises(IntegrityError), transaction.atomic():
-        Result.objects.create(version=2, input_hash=stored_result.input_hash, **fields)
+        Result.objects.create(version=2, input_hash=stored_result.input_hash, **same_solver)
     with pytest.raises(IntegrityError), transaction.atomic():
-        Result.objects.create(version=1, input_hash="f" * 64, **fields)
+        Result.objects.create(version=1, input_hash="f" * 64, **same_solver)
+    # The same inputs solved by another solver are another result.
+    other = Result.objects.create(
+        version=2, input_hash=stored_result.input_hash, solver_version="x", **fields
+    )
+    assert other.pk != stored_result.pk
 
 
 def test_automatic_runs_are_unique_per_plan_book_and_inputs(stored_result: Result) -> None:

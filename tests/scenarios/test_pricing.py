@@ -102,11 +102,12 @@ def test_site_specific_electricity_and_provider_cloud_prices() -> None:
         None,
         [
             {"kind": "electricity", "key": "quebec", "value": 0.04},
-            {"kind": "electricity", "key": f"site:{plan.site.name}", "value": 0.03},
             {"kind": "cloud", "key": "h100-sxm", "value": 2.5},
             {"kind": "cloud", "key": "aws:h100-sxm", "value": 3.9},
         ],
     )
+    # A site is a team's: its price belongs in the team's book (a global book cannot name it).
+    publish(team, [{"kind": "electricity", "key": f"site:{plan.site.name}", "value": 0.03}])
     inputs = services.plan_inputs(plan=plan)
     assert inputs.prices[pricing.PATH_ELECTRICITY_PRICE]["value"] == 0.03
     assert inputs.prices[pricing.PATH_CLOUD_PRICE]["value"] == 3.9

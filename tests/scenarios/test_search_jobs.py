@@ -254,12 +254,14 @@ def test_sweep_chunks_in_any_order_and_twice_are_counted_once(
     rows = result.report["rows"]
     assert [r["index"] for r in rows] == list(range(POINTS))
     # The chunked job gives the rows a single process gives.
+    inputs = services.plan_inputs(plan=plan)
     alone = sweep_document(
         {
-            **services.plan_document(plan=plan),
+            **inputs.base_document,
             "sweep": {"axes": AXES, "objective": "total_kgco2e", "pareto": ["step_s", "total_usd"]},
             "search": {"space": SPACE},
-        }
+        },
+        pricing=inputs.pricing,
     )
     strip = lambda rs: [{k: v for k, v in r.items() if k != "elapsed_s"} for r in rs]  # noqa: E731
     assert strip(rows) == strip(alone["rows"]) and result.report["pareto"] == alone["pareto"]
@@ -279,6 +281,109 @@ def test_sweep_chunks_in_any_order_and_twice_are_counted_once(
     )
     assert Result.objects.filter(plan=plan).count() == 1
     assert Run.objects.get(pk=run.pk).points_done == POINTS
+
+
+def _run_sweep_in_process(plan: Any, axes: list[dict[str, Any]], chunks_sent: list[Any]) -> Result:
+    """Queue a sweep of ``plan`` and run its start and every chunk in this process; its stored result."""
+    run = search_jobs.sweep_request(plan=plan, user=None, axes=axes, space=SPACE)
+    assert search_jobs.sweep_begin(run_id=run.pk, claim=_claim()) == "started"
+    for run_id, chunk, input_hash in list(chunks_sent):
+        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=_claim())
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error
+    return Result.objects.get(runs=run)
+
+
+def _solve_point(plan: Any, row: dict[str, Any]) -> dict[str, Any]:
+    """What a solve of the plan's document with the point's fields set, priced by the plan's books, at the
+    point's best layout gives (``/solve/`` applies no price book, so this prices the document first)."""
+    from solvers import solve
+    from solvers.sweep import point_document
+
+    inputs = services.plan_inputs(plan=plan)
+    document, _ = inputs.pricing.apply(point_document(inputs.base_document, row["point"]))
+    document["training"] = {**document["training"], "layout": row["best"]["layout"]}
+    return solve(document)
+
+
+@pytest.mark.django_db
+def test_a_node_sweep_of_a_priced_plan_rederives_the_accelerator_and_its_price(
+    starts_sent, chunks_sent, django_capture_on_commit_callbacks
+) -> None:
+    team = make_team()
+    services.price_book_publish(
+        team=team,
+        user=None,
+        name="team prices",
+        entries=[
+            {"kind": "accelerator", "key": "h100-sxm", "value": 30_000.0},
+            {"kind": "accelerator", "key": "b200", "value": 45_000.0},
+            {"kind": "electricity", "key": "quebec", "value": 0.05},
+        ],
+        fan_out="none",
+    )
+    plan = make_plan(team=team, cluster_doc={"node": "dgx-h100", "gpus": 64})
+    with django_capture_on_commit_callbacks(execute=True):
+        result = _run_sweep_in_process(
+            plan,
+            [{"field": "cluster.node", "values": ["dgx-a100-80gb", "dgx-h100", "dgx-b200"]}],
+            chunks_sent,
+        )
+    rows = result.report["rows"]
+    steps = [row["best"]["metrics"]["step_s"] for row in rows]
+    assert steps[0] > steps[1] > steps[2], steps  # A100, H100, B200: each its own accelerator
+    prices = [row["prices"]["cluster.accelerator.unit_price_usd"] for row in rows]
+    assert [p["origin"] for p in prices] == ["catalog", "team_book", "team_book"]
+    assert [p["value"] for p in prices][1:] == [30_000.0, 45_000.0]
+    for row in rows:
+        assert "pinned" not in row
+        report = _solve_point(plan, row)
+        assert row["best"]["metrics"]["step_s"] == report["step"]["step_s"]
+        assert row["best"]["metrics"]["total_usd"] == report["tco"]["total_usd"]
+        assert row["best"]["metrics"]["total_kgco2e"] == report["carbon"]["total_kgco2e"]
+
+
+@pytest.mark.django_db
+def test_a_region_sweep_bills_every_region_at_its_own_price(
+    starts_sent, chunks_sent, django_capture_on_commit_callbacks
+) -> None:
+    from solvers import catalog
+
+    team = make_team()
+    services.price_book_publish(
+        team=team,
+        user=None,
+        name="team prices",
+        entries=[{"kind": "electricity", "key": "quebec", "value": 0.09}],
+        fan_out="none",
+    )
+    plan = make_plan(team=team)
+    with django_capture_on_commit_callbacks(execute=True):
+        result = _run_sweep_in_process(
+            plan, [{"field": "site.region", "values": ["quebec", "virginia", "iceland"]}], chunks_sent
+        )
+    rows = result.report["rows"]
+    billed = [row["prices"]["site.electricity_usd_per_kwh"]["value"] for row in rows]
+    assert billed == [
+        0.09,
+        catalog.REGIONS["virginia"]["electricity_usd_per_kwh"],
+        catalog.REGIONS["iceland"]["electricity_usd_per_kwh"],
+    ]
+    for row in rows:
+        assert row["best"]["metrics"]["total_usd"] == _solve_point(plan, row)["tco"]["total_usd"]
+
+
+@pytest.mark.django_db
+def test_a_field_the_plan_states_by_value_is_kept_and_named_in_the_row(
+    starts_sent, chunks_sent, django_capture_on_commit_callbacks
+) -> None:
+    plan = make_plan(
+        team=make_team(), cluster_doc={"node": "dgx-h100", "accelerator": "h100-sxm", "gpus": 64}
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        result = _run_sweep_in_process(plan, [{"field": "cluster.node", "values": ["dgx-b200"]}], chunks_sent)
+    (row,) = result.report["rows"]
+    assert row["pinned"][0]["field"] == "cluster.accelerator" and row["pinned"][0]["value"] == "h100-sxm"
 
 
 @pytest.mark.django_db

@@ -1,7 +1,13 @@
 """``manage.py import_prices FILE.csv|FILE.json``: publish a price book from a file.
 
-CSV: a header row with ``kind,key,value`` and optionally ``unit,source,effective_date``.
-JSON: a list of entries, or ``{"name", "notes", "source", "entries": [...]}``.
+CSV: a header row with ``kind,key,value`` and optionally ``unit,source,effective_date,remove``.
+JSON: a list of entries, or ``{"name", "notes", "source", "mode", "entries": [...]}``.
+
+The semantics and checks are the API's (``price_book_publish``): ``--mode patch`` (the default) applies the
+file on top of the previous version of the book (a row with ``remove`` true deletes its key, every key the
+file does not list is kept); ``--mode replace`` makes the file the whole book. Unknown keys and prices
+outside the solver's limits are refused with the row's entry path. The command prints what changed against
+the previous version and how many plans re-run.
 Publishing is an event: plans whose resolved prices change are re-run (``--fan-out``).
 """
 
@@ -16,10 +22,22 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scenarios.fanout import price_book_fan_out
-from scenarios.models import Team
-from scenarios.services import price_book_publish
+from scenarios.models import PRICE_MODE_CHOICES, Team
+from scenarios.services import PriceBookSummary, price_book_publish, price_book_summary
 
 CSV_REQUIRED = ("kind", "key", "value")
+MODES = tuple(value for value, _ in PRICE_MODE_CHOICES)
+# A CSV cell is text: these spellings of ``remove`` become booleans; any other is left for the service to
+# refuse with the row's path.
+CSV_BOOLEANS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+def _csv_entry(row: dict[str | Any, str | Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = {k: v for k, v in row.items() if k and v not in (None, "")}
+    remove = entry.get("remove")
+    if isinstance(remove, str) and remove.strip().lower() in CSV_BOOLEANS:
+        entry["remove"] = CSV_BOOLEANS[remove.strip().lower()]
+    return entry
 
 
 def read_entries(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -31,8 +49,7 @@ def read_entries(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         missing = [c for c in CSV_REQUIRED if c not in (reader.fieldnames or [])]
         if missing:
             raise CommandError(f"{path}: the CSV header must name the columns {', '.join(missing)}")
-        entries = [{k: v for k, v in row.items() if k and v not in (None, "")} for row in reader]
-        return entries, {}
+        return [_csv_entry(row) for row in reader], {}
     if suffix == ".json":
         try:
             data = json.loads(text)
@@ -41,7 +58,7 @@ def read_entries(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         if isinstance(data, list):
             return data, {}
         if isinstance(data, dict) and isinstance(data.get("entries"), list):
-            meta = {k: data[k] for k in ("name", "notes", "source") if isinstance(data.get(k), str)}
+            meta = {k: data[k] for k in ("name", "notes", "source", "mode") if isinstance(data.get(k), str)}
             return data["entries"], meta
         raise CommandError(f"{path}: expected a list of entries or an object with an 'entries' list")
     raise CommandError(f"{path}: expected a .csv or .json file")
@@ -56,6 +73,13 @@ class Command(BaseCommand):
         parser.add_argument("--name", help="book name (default: the file's 'name' or its file name)")
         parser.add_argument("--notes", default=None)
         parser.add_argument("--source", default=None, help="where the prices come from")
+        parser.add_argument(
+            "--mode",
+            choices=MODES,
+            default=None,
+            help="patch (default; or the JSON file's 'mode'): apply the file on top of the previous version, "
+            "keeping the keys it does not list; replace: the file is the whole book",
+        )
         parser.add_argument(
             "--fan-out",
             choices=("async", "sync", "none"),
@@ -81,18 +105,39 @@ class Command(BaseCommand):
                 entries=entries,
                 notes=options["notes"] if options["notes"] is not None else meta.get("notes", ""),
                 source=options["source"] if options["source"] is not None else meta.get("source", path.name),
+                mode=options["mode"] or meta.get("mode") or "patch",
                 fan_out="none" if options["fan_out"] == "sync" else options["fan_out"],
             )
         except ValidationError as exc:
             lines = [f"  {field}: {'; '.join(msgs)}" for field, msgs in exc.message_dict.items()]
             raise CommandError(f"{path}: the price book was not published:\n" + "\n".join(lines)) from None
         scope = f"team {team.slug}" if team else "global"
+        based_on = f" on v{book.based_on.version}" if book.based_on is not None else ""
         self.stdout.write(
-            f"published {scope} price book v{book.version} '{book.name}' with {len(entries)} prices"
+            f"published {scope} price book v{book.version} '{book.name}' ({book.mode}{based_on}) "
+            f"from {len(entries)} entries"
         )
         if options["fan_out"] == "sync":
             outcome = price_book_fan_out(price_book_id=book.pk)
+            self._write_summary(price_book_summary(book=book, plans_to_rerun=outcome.plans_changed))
             self.stdout.write(
                 f"checked {outcome.plans_checked} plans: {outcome.plans_changed} with changed prices, "
                 f"{outcome.runs_created} re-runs queued in {outcome.messages} messages"
             )
+        else:
+            self._write_summary(price_book_summary(book=book))
+
+    def _write_summary(self, summary: PriceBookSummary) -> None:
+        """What the version changed against the previous one, line by line, so nothing changes unseen."""
+        changes = summary.changes
+        self.stdout.write(
+            f"changes: {len(changes.added)} added, {len(changes.changed)} changed, "
+            f"{len(changes.removed)} removed, {changes.unchanged} unchanged; "
+            f"{summary.plans_to_rerun} plans to re-run"
+        )
+        for item in changes.added:
+            self.stdout.write(f"  + {item['kind']} {item['key']}: {item['value']:g}")
+        for item in changes.changed:
+            self.stdout.write(f"  ~ {item['kind']} {item['key']}: {item['before']:g} -> {item['after']:g}")
+        for item in changes.removed:
+            self.stdout.write(f"  - {item['kind']} {item['key']} (was {item['value']:g})")

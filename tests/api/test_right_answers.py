@@ -1,0 +1,266 @@
+"""Right answers on every path: deltas against the same kind, results per solver version, compare rows that
+show what a buyer must see (fits, layout, cloud price, current), and book prices named in the assumptions.
+
+Runs are executed in this process through the worker's own code path (``execution.run_execute``), so the
+stored rows are exactly those a worker stores; the real-worker paths are covered by the end-to-end tests.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import uuid
+from typing import Any
+
+import pytest
+
+from scenarios import execution, search_jobs, services
+from scenarios.models import Plan, Result
+from tests.api import factories as f
+from tests.api.conftest import World
+
+pytestmark = pytest.mark.django_db
+
+SPACE: dict[str, Any] = {"tp": [1, 2], "cp": [1], "pp": [1], "microbatch_seqs": [1]}
+
+
+@pytest.fixture(autouse=True)
+def _no_broker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests execute runs in process: nothing goes to a broker."""
+    monkeypatch.setattr(execution, "enqueue_runs", lambda **_: 0)
+    monkeypatch.setattr(search_jobs.sweep_start, "apply_async", lambda **_: None)
+
+
+def claim() -> execution.Claim:
+    return execution.Claim(task_id=str(uuid.uuid4()), retries=0, worker="pytest")
+
+
+def solve_plan(plan: Plan) -> Result:
+    run = services.run_request(plan=plan, user=None)
+    outcome = execution.run_execute(run_id=run.pk, claim=claim())
+    assert outcome.status == "succeeded" and outcome.result_id is not None, execution.Run.objects.get(
+        pk=run.pk
+    ).error
+    return Result.objects.get(pk=outcome.result_id)
+
+
+def sweep_plan(plan: Plan, monkeypatch: pytest.MonkeyPatch) -> Result:
+    sent: list[Any] = []
+
+    class Group:
+        def __init__(self, signatures: Any) -> None:
+            sent.extend(s.args for s in signatures)
+
+        def apply_async(self) -> None:
+            return None
+
+    monkeypatch.setattr(search_jobs, "group", Group)
+    run = search_jobs.sweep_request(
+        plan=plan, user=None, axes=[{"field": "cluster.gpus", "values": [32, 64]}], space=SPACE
+    )
+    assert search_jobs.sweep_begin(run_id=run.pk, claim=claim()) == "started"
+    for run_id, chunk, input_hash in sent:
+        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=claim())
+    return Result.objects.get(runs=run)
+
+
+def search_plan(plan: Plan) -> Result:
+    run = search_jobs.search_request(plan=plan, user=None, space=SPACE, top=1)
+    outcome = execution.run_execute(run_id=run.pk, claim=claim())
+    assert outcome.status == "succeeded" and outcome.result_id is not None
+    return Result.objects.get(pk=outcome.result_id)
+
+
+def publish(team: Any, *entries: dict[str, Any]) -> Any:
+    return services.price_book_publish(
+        team=team, user=None, name="prices", entries=list(entries), fan_out="none"
+    )
+
+
+def make_plan(
+    world: World, *, name: str = "p", cluster: dict[str, Any] | None = None, **training: Any
+) -> Plan:
+    cluster_row = services.scenario_create(
+        kind="cluster", team=world.alpha, name=f"c-{name}", document=cluster or f.CLUSTER_DOC, user=None
+    )
+    model = services.scenario_create(
+        kind="model", team=world.alpha, name=f"m-{name}", document=f.MODEL_DOC, user=None
+    )
+    site = services.scenario_create(
+        kind="site", team=world.alpha, name=f"s-{name}", document=f.SITE_DOC, user=None
+    )
+    return services.plan_create(
+        team=world.alpha,
+        user=None,
+        name=name,
+        cluster=cluster_row,
+        model=model,
+        site=site,
+        training={**f.TRAINING, **training},
+        economics=f.ECONOMICS,
+    )
+
+
+def compare(world: World, query: str) -> Any:
+    response = world.alice.client.get(f"/api/v1/compare/?{query}")
+    assert response.status_code == 200, response.content[:500]
+    return response.json()
+
+
+# --- delta and diff are against the previous result of the same kind ---------------------------------
+
+
+def test_a_solve_after_a_sweep_is_compared_with_the_last_solve(world: World, monkeypatch) -> None:
+    plan = make_plan(world)
+    first = solve_plan(plan)
+    sweep = sweep_plan(plan, monkeypatch)
+    assert sweep.version == 2 and sweep.previous_id is None  # the plan's first sweep
+    publish(world.alpha, {"kind": "accelerator", "key": "h100-sxm", "value": 30_000.0})  # +20%
+    second = solve_plan(plan)
+    assert second.version == 3 and second.previous_id == first.pk
+    assert second.delta["previous_version"] == 1
+    assert second.delta["step_s"]["change"] == 0.0
+    diff = world.alice.client.get(f"/api/v1/results/{second.pk}/diff/").json()
+    assert diff["before"]["id"] == first.pk
+    against = world.alice.client.get(f"/api/v1/results/{second.pk}/diff/?against={first.pk}").json()
+    assert diff == against
+    capex = next(c for c in diff["outputs"] if c["path"] == "tco.capex_usd")
+    assert capex["delta_pct"] == pytest.approx(20.0)
+    assert not [c for c in diff["outputs"] if c["path"] == "step.step_s"]
+
+
+# --- the solver version is part of a result's identity ------------------------------------------------
+
+
+def test_a_run_after_a_solver_change_stores_new_numbers(world: World, monkeypatch) -> None:
+    import solvers
+    import solvers.report
+
+    plan = make_plan(world)
+    old = solve_plan(plan)
+    assert solve_plan(plan).pk == old.pk  # the same inputs and solver: the stored result
+    monkeypatch.setattr(solvers.report, "SOLVER_VERSION", "99.0.0")
+    monkeypatch.setattr(solvers, "SOLVER_VERSION", "99.0.0")
+    new = solve_plan(plan)
+    assert new.pk != old.pk and new.version == 2 and new.solver_version == "99.0.0"
+    assert new.input_hash == old.input_hash
+    detail = world.alice.client.get(f"/api/v1/results/{old.pk}/").json()
+    assert detail["current"] is False
+    assert detail["stale_reasons"] == ["made by solver " + old.solver_version + "; the solver is now 99.0.0"]
+    assert world.alice.client.get(f"/api/v1/results/{new.pk}/").json()["current"] is True
+
+
+# --- compare shows what a buyer must see -------------------------------------------------------------
+
+
+def test_compare_flags_a_plan_that_does_not_fit_and_shows_its_layout(world: World) -> None:
+    fits = make_plan(world, name="fits")
+    # Llama 3 70B unsharded on 80 GB GPUs: its weights alone exceed the memory.
+    big = make_plan(world, name="big", cluster={"accelerator": "h100-sxm", "gpus": 64, "gpus_per_node": 8})
+    services.scenario_update(scenario=big.model, user=None, document={"preset": "llama3-70b"})
+    big.refresh_from_db()
+    solve_plan(fits)
+    solve_plan(big)
+    table = compare(world, f"plans={fits.pk},{big.pk}")
+    rows = {row["plan"]: row for row in table["items"]}
+    assert rows[fits.pk]["fits"] is True and not any("memory" in flag for flag in rows[fits.pk]["flags"])
+    assert rows[big.pk]["fits"] is False
+    assert any(flag.startswith("does not fit in memory: needs") for flag in rows[big.pk]["flags"])
+    assert any(warning.startswith("memory: the plan needs") for warning in rows[big.pk]["warnings"])
+    assert rows[big.pk]["layout"]["tp"] == 2
+    assert rows[big.pk]["solver_version"] == solvers_version()
+    need = rows[big.pk]["values"]["memory.total_bytes"]["value"]
+    assert need > rows[big.pk]["values"]["memory.capacity_bytes"]["value"]
+
+
+def solvers_version() -> str:
+    from solvers import SOLVER_VERSION
+
+    return str(SOLVER_VERSION)
+
+
+def test_a_cloud_price_shows_in_compare_and_its_csv(world: World) -> None:
+    plan = make_plan(world)
+    solve_plan(plan)
+    before = compare(world, f"plans={plan.pk}")["items"][0]
+    assert before["cloud_usd_per_gpu_hour"] is None and before["values"]["tco.cloud_usd"]["value"] is None
+    publish(world.alpha, {"kind": "cloud", "key": "h100-sxm", "value": 2.5})
+    assert compare(world, f"plans={plan.pk}")["items"][0]["current"] is False  # the book moved its price
+    solve_plan(plan)
+    after = compare(world, f"plans={plan.pk}")["items"][0]
+    assert after["current"] is True and after["cloud_usd_per_gpu_hour"] == 2.5
+    assert after["values"]["tco.cloud_usd"]["value"] > 0
+    response = world.alice.client.get(f"/api/v1/compare/?plans={plan.pk}&format=csv")
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert float(rows[0]["cloud_usd_per_gpu_hour"]) == 2.5
+    assert float(rows[0]["tco.cloud_usd [USD]"]) == after["values"]["tco.cloud_usd"]["value"]
+    assert rows[0]["layout"].startswith("tp2 pp1 cp1") and rows[0]["fits"] == "true"
+
+
+def test_a_result_made_stale_by_a_scenario_edit_is_flagged(world: World) -> None:
+    plan = make_plan(world)
+    result = solve_plan(plan)
+    assert compare(world, f"plans={plan.pk}")["items"][0]["current"] is True
+    cluster = copy.deepcopy(f.CLUSTER_DOC) | {"gpus": 128}
+    services.scenario_update(scenario=plan.cluster, user=None, document=cluster)
+    row = compare(world, f"plans={plan.pk}")["items"][0]
+    assert row["result"] == result.pk and row["current"] is False
+    assert any("cluster revision 2" in flag for flag in row["flags"])
+    listed = world.alice.client.get(f"/api/v1/results/?plan={plan.pk}").json()["results"][0]
+    assert listed["current"] is False and listed["stale_reasons"][0].startswith("the plan now solves cluster")
+    # A training edit of the plan itself makes it stale too; a rename does not.
+    services.plan_update(plan=plan, user=None, name="renamed")
+    services.plan_update(plan=plan, user=None, training={**f.TRAINING, "total_tokens": 2.0e12})
+    reasons = world.alice.client.get(f"/api/v1/results/{result.pk}/").json()["stale_reasons"]
+    assert "the plan's inputs were edited after this result" in reasons
+
+
+def test_a_price_book_that_does_not_touch_a_plan_leaves_its_result_current(world: World) -> None:
+    plan = make_plan(world)
+    solve_plan(plan)
+    publish(world.alpha, {"kind": "electricity", "key": "iceland", "value": 0.2})
+    assert compare(world, f"plans={plan.pk}")["items"][0]["current"] is True
+
+
+def test_pinning_a_sweep_result_is_refused_and_a_search_compares_its_best(world: World, monkeypatch) -> None:
+    plan = make_plan(world)
+    solved = solve_plan(plan)
+    sweep = sweep_plan(plan, monkeypatch)
+    response = world.alice.client.get(f"/api/v1/compare/?results={solved.pk},{sweep.pk}")
+    assert response.status_code == 400
+    (error,) = response.json()["errors"]
+    assert error["path"] == "results" and f"result {sweep.pk} is a sweep result" in error["message"]
+    search = search_plan(plan)
+    table = compare(world, f"results={solved.pk},{search.pk}")
+    row = table["items"][1]
+    assert row["kind"] == "search" and row["layout"] == search.report["best"]["layout"]
+    assert row["values"]["step.step_s"]["value"] == search.report["best"]["step"]["step_s"]
+
+
+# --- assumptions name the price book --------------------------------------------------------------------
+
+
+def test_assumptions_name_the_price_book_of_every_book_price(world: World) -> None:
+    book = publish(
+        world.alpha,
+        {"kind": "accelerator", "key": "h100-sxm", "value": 27_000.0, "source": "vendor quote Q3"},
+    )
+    result = solve_plan(make_plan(world))
+    entries = {entry["key"]: entry for entry in result.report["assumptions"]}
+    source = entries["cluster.accelerator.unit_price_usd"]["source"]
+    assert source == (
+        f"team price book 'prices' v{book.version} (id {book.pk}), entry accelerator:h100-sxm: vendor quote Q3"
+    )
+    assert entries["cluster.accelerator.unit_price_usd"]["value"] == 27_000.0
+    assert entries["site.electricity_usd_per_kwh"]["source"] != "scenario"
+
+
+def test_a_plan_cloud_provider_is_spelled_as_price_book_keys_are(world: World) -> None:
+    plan = make_plan(world)
+    response = world.alice.client.patch(f"/api/v1/plans/{plan.pk}/", {"cloud_provider": "AWS"}, format="json")
+    assert response.status_code == 400
+    (error,) = response.json()["errors"]
+    assert error["path"] == "cloud_provider" and "lowercase slug" in error["message"]
+    ok = world.alice.client.patch(f"/api/v1/plans/{plan.pk}/", {"cloud_provider": "aws"}, format="json")
+    assert ok.status_code == 200, ok.content[:300]
