@@ -10,14 +10,17 @@ from rest_framework.routers import DefaultRouter
 
 from api.views.catalog import CatalogEntryView, CatalogKindView, CatalogView
 from api.views.compare import CompareView
+from api.views.events import EventViewSet
 from api.views.plans import PlanViewSet
 from api.views.price_books import PriceBookViewSet
+from api.views.price_feeds import PriceFeedViewSet
 from api.views.results import ResultViewSet
 from api.views.runs import RunViewSet
 from api.views.scenarios import ClusterViewSet, ModelViewSet, SiteViewSet
 from api.views.solve import SolveView
 from api.views.teams import MemberViewSet, TeamViewSet
 from api.views.tokens import ApiTokenViewSet
+from api.views.webhooks import WebhookViewSet
 
 router = DefaultRouter()
 router.include_root_view = False
@@ -31,6 +34,9 @@ router.register("plans", PlanViewSet, basename="plan")
 router.register("runs", RunViewSet, basename="run")
 router.register("results", ResultViewSet, basename="result")
 router.register("price-books", PriceBookViewSet, basename="price-book")
+router.register("webhooks", WebhookViewSet, basename="webhook")
+router.register("price-feeds", PriceFeedViewSet, basename="price-feed")
+router.register("events", EventViewSet, basename="event")
 
 
 @csrf_exempt  # it changes nothing, and a CSRF refusal would hide the 404 behind an HTML 403

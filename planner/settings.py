@@ -113,6 +113,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "planner",
     "scenarios",
+    "integrations",
     "api",
 ]
 
@@ -243,6 +244,20 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULER = "planner.beat:HeartbeatDatabaseScheduler"
+
+# Outbound requests to user-given URLs (webhooks, price feeds) never reach private, loopback, link-local or
+# metadata addresses (scenarios.outbound) unless the host or address is listed here (a local receiver).
+OUTBOUND_ALLOWED_HOSTS = env_list("OUTBOUND_ALLOWED_HOSTS", [])
+# Price feeds (scenarios.feeds) may read files only under these directories; URLs go through the guard above.
+PRICE_FEED_DIRS = env_list("PRICE_FEED_DIRS", [])
+PRICE_FEED_MAX_BYTES = env_int("PRICE_FEED_MAX_BYTES", 5 * 1024 * 1024)
+PRICE_FEED_TIMEOUT_S = env_int("PRICE_FEED_TIMEOUT_S", 30)
+# Webhook deliveries (integrations.dispatch): retried with full-jitter exponential backoff from BASE up to
+# MAX seconds between attempts, for WINDOW seconds after the event; each request waits at most TIMEOUT.
+WEBHOOK_RETRY_WINDOW_S = env_int("WEBHOOK_RETRY_WINDOW_S", 24 * 3600)
+WEBHOOK_BACKOFF_BASE_S = env_int("WEBHOOK_BACKOFF_BASE_S", 5)
+WEBHOOK_BACKOFF_MAX_S = env_int("WEBHOOK_BACKOFF_MAX_S", 3600)
+WEBHOOK_TIMEOUT_S = env_int("WEBHOOK_TIMEOUT_S", 10)
 
 # Worker and beat liveness: each writes a timestamp to Redis on this period; /healthz reads it.
 HEARTBEAT_PERIOD_S = env_int("HEARTBEAT_PERIOD_S", 5)

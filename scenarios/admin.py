@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 
 from scenarios.models import (
@@ -18,6 +20,7 @@ from scenarios.models import (
     Plan,
     PriceBook,
     PriceEntry,
+    PriceFeed,
     Result,
     Run,
     SiteRevision,
@@ -154,3 +157,92 @@ class ResultAdmin(ReadOnlyAdmin):
     )
     list_filter = ("team", "solver_version")
     search_fields = ("plan__name", "input_hash")
+
+
+# --- Price feeds ----------------------------------------------------------------------------------------
+
+
+class PriceFeedForm(forms.ModelForm):
+    """A feed and its schedule: the source is checked by ``scenarios.feeds.check_source`` (the SSRF guard,
+    ``PRICE_FEED_DIRS``), the schedule becomes the feed's django-celery-beat row (editable there too)."""
+
+    every_s = forms.IntegerField(required=False, help_text="Poll every this many seconds.")
+    crontab = forms.CharField(
+        required=False, max_length=300, help_text="Or: 'minute hour day-of-month month day-of-week' (UTC)."
+    )
+
+    class Meta:
+        model = PriceFeed
+        fields = ("team", "name", "source", "format", "mode", "enabled")
+
+    def clean_source(self) -> str:
+        from scenarios import feeds
+
+        try:
+            return feeds.check_source(self.cleaned_data.get("source") or "")
+        except ValidationError as exc:
+            raise ValidationError(exc.message_dict.get("source", exc.messages)) from None
+
+    def clean(self) -> dict[str, Any]:
+        from scenarios import feeds
+
+        data = super().clean() or {}
+        every_s, spec = data.get("every_s"), (data.get("crontab") or "").strip() or None
+        if every_s is None and spec is None:
+            if self.instance.pk is None:
+                self.add_error("every_s", "give every_s or a crontab")
+            data["schedule"] = None
+            return data
+        try:
+            data["schedule"] = feeds.schedule_clean({"every_s": every_s, "crontab": spec})
+        except ValidationError as exc:
+            self.add_error(None, "; ".join(f"{k}: {'; '.join(v)}" for k, v in exc.message_dict.items()))
+        return data
+
+
+@admin.register(PriceFeed)
+class PriceFeedAdmin(admin.ModelAdmin):
+    """Feeds through the same service as the API and ``manage.py price_feed`` (a global feed: no team)."""
+
+    form = PriceFeedForm
+    list_display = ("name", "team", "source", "mode", "enabled", "schedule", "last_status", "last_checked_at")
+    list_filter = ("last_status", "enabled", "team")
+    search_fields = ("name", "source")
+    readonly_fields = (
+        "schedule",
+        "last_checked_at",
+        "last_success_at",
+        "last_hash",
+        "last_status",
+        "last_error",
+        "last_book",
+        "created_by",
+        "created_at",
+        "updated_at",
+    )
+    actions = ("poll_now",)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # A feed stays in its scope: its team's book (or the global book) is the one it publishes.
+        return (*self.readonly_fields, "team") if obj is not None else self.readonly_fields
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        from scenarios import feeds
+
+        data = form.cleaned_data
+        fields = {name: data[name] for name in ("name", "source", "format", "mode", "enabled")}
+        if change:
+            saved = feeds.feed_update(feed=obj, schedule=data.get("schedule"), **fields)
+        else:
+            saved = feeds.feed_create(
+                team=data.get("team"), user=request.user, schedule=data["schedule"], **fields
+            )
+        obj.pk = saved.pk
+        obj.refresh_from_db()
+
+    @admin.action(description="Poll the selected feeds now")
+    def poll_now(self, request: HttpRequest, queryset: Any) -> None:
+        from scenarios import feeds
+
+        outcomes = [feeds.poll(feed_id=feed.pk, force=True).status for feed in queryset]
+        self.message_user(request, f"polled {len(outcomes)} feeds: {', '.join(outcomes) or 'none'}")

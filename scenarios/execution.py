@@ -27,7 +27,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q, Value
 from django.utils import timezone
 
-from scenarios import adapters, conf, pricing
+from scenarios import adapters, conf, events, pricing
 from scenarios.models import (
     RUN_KIND_SOLVE,
     STATUS_FAILED,
@@ -37,6 +37,7 @@ from scenarios.models import (
     Plan,
     Result,
     Run,
+    Team,
 )
 
 log = logging.getLogger(__name__)
@@ -307,12 +308,18 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
                 solver_version__in=set(solvers_of.values()),
             ).values_list("plan_id", "input_hash", "solver_version", "pk", "version")
         }
-        newest_version: dict[int, int] = dict(
-            Result.objects.filter(plan_id__in=plan_ids)
+        newest: dict[int, tuple[int, str]] = {
+            plan_id: (version, solver)
+            for plan_id, version, solver in Result.objects.filter(plan_id__in=plan_ids)
             .order_by("plan_id", "-version")
             .distinct("plan_id")
-            .values_list("plan_id", "version")
+            .values_list("plan_id", "version", "solver_version")
+        }
+        newest_version = {plan_id: version for plan_id, (version, _) in newest.items()}
+        thresholds = dict(
+            Team.objects.filter(pk__in=set(teams.values())).values_list("pk", "alert_thresholds")
         )
+        new_events: list[Any] = []
         latest: dict[tuple[int, str], dict[str, Any]] = {
             (row["plan_id"], row["kind"]): row
             for row in Result.objects.filter(plan_id__in=plan_ids)
@@ -366,6 +373,12 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
                 batch[plan_id] = (item, result)
             _insert_results([result for _, result in batch.values()])
             for plan_id, (item, result) in batch.items():
+                new_events += events.result_events(
+                    result=result,
+                    thresholds=thresholds.get(result.team_id) or {},
+                    previous_solver=newest[plan_id][1] if plan_id in newest else None,
+                )
+                newest[plan_id] = (result.version, result.solver_version)
                 entry = Stored(result_id=result.pk, version=result.version, created=True)
                 known[(plan_id, hashes[item.run.pk], solvers_of[item.run.pk])] = entry
                 stored[item.run.pk] = entry
@@ -377,6 +390,7 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
                     "version": result.version,
                 } | {name: getattr(result, name) for name in adapters.DELTA_FIELDS}
             pending = later
+        events.record(new_events)
         # The plan's current result is the one of its last solve in this call. Search and sweep results
         # are versions of the plan too, but compare reads a single report's step/TCO/carbon sections.
         current = {

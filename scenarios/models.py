@@ -8,6 +8,7 @@ the migrations.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, ClassVar
 
 from django.conf import settings
@@ -37,6 +38,9 @@ class Team(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # {headline figure: fraction}: a stored result whose figure moved by at least that fraction of the
+    # previous result of the same kind raises a ``figure.moved`` event (scenarios.events.THRESHOLD_FIGURES).
+    alert_thresholds = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["name"]  # noqa: RUF012
@@ -532,3 +536,169 @@ class Result(ImmutableModel):
 
     def __str__(self) -> str:
         return f"plan {self.plan_id} v{self.version}"
+
+
+# --- Events -------------------------------------------------------------------------------------------
+
+EVENT_RESULT_STORED = "result.stored"
+EVENT_FIGURE_MOVED = "figure.moved"
+EVENT_RUN_FAILED = "run.failed"
+EVENT_JOB_FINISHED = "job.finished"
+EVENT_PRICE_BOOK_PUBLISHED = "price_book.published"
+EVENT_SOLVER_CHANGED = "solver.changed"
+EVENT_PRICE_FEED_FAILED = "price_feed.failed"
+EVENT_WEBHOOK_DISABLED = "webhook.disabled"
+EVENT_KIND_CHOICES = [
+    (EVENT_RESULT_STORED, "a result was stored (with its headline deltas)"),
+    (EVENT_FIGURE_MOVED, "a headline figure moved past a team threshold"),
+    (EVENT_RUN_FAILED, "a run failed"),
+    (EVENT_JOB_FINISHED, "a search or sweep finished"),
+    (EVENT_PRICE_BOOK_PUBLISHED, "a price book was published (entries changed, plans to re-run)"),
+    (EVENT_SOLVER_CHANGED, "a new solver version stored its first result for the team"),
+    (EVENT_PRICE_FEED_FAILED, "a price feed could not be read or was refused"),
+    (EVENT_WEBHOOK_DISABLED, "a webhook endpoint was disabled after consecutive failures"),
+]
+EVENT_KINDS = tuple(kind for kind, _ in EVENT_KIND_CHOICES)
+
+
+class Event(ImmutableModel):
+    """Something a team may want to hear about, written in the same transaction as its cause (an outbox):
+    a committed cause always has its event and a rolled-back one never does. ``uid`` is the stable public
+    id (``evt_<hex>``) a receiver deduplicates by; ``id`` orders the feed. ``team`` null: a global event
+    (the global price book), visible to every team. ``dedupe_key`` makes an event that two paths could
+    raise (a retried store, a second fan-out) exist once."""
+
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    kind = models.CharField(max_length=40, choices=EVENT_KIND_CHOICES)
+    # Plain ids, not foreign keys: an event outlives what it speaks of and is never updated.
+    plan_id = models.BigIntegerField(null=True, blank=True)
+    run_id = models.BigIntegerField(null=True, blank=True)
+    result_id = models.BigIntegerField(null=True, blank=True)
+    payload = models.JSONField(default=dict)
+    dedupe_key = models.CharField(max_length=200, null=True, blank=True, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-id"]  # noqa: RUF012
+        constraints = (models.CheckConstraint(condition=Q(kind__in=EVENT_KINDS), name="event_kind_valid"),)
+        indexes = (
+            models.Index(fields=["team", "-id"], name="event_team_recent"),
+            models.Index(fields=["team", "kind", "-id"], name="event_team_kind_recent"),
+            models.Index(fields=["plan_id", "-id"], name="event_plan_recent"),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.public_id}"
+
+    @property
+    def public_id(self) -> str:
+        return f"evt_{self.uid.hex}"
+
+
+# --- Price feeds --------------------------------------------------------------------------------------
+
+PRICE_FEED_FORMAT_AUTO = "auto"
+PRICE_FEED_FORMAT_CSV = "csv"
+PRICE_FEED_FORMAT_JSON = "json"
+PRICE_FEED_FORMAT_CHOICES = [
+    (PRICE_FEED_FORMAT_AUTO, "auto: by the file extension, else the content type, else the content"),
+    (PRICE_FEED_FORMAT_CSV, "csv: the import_prices CSV (header kind,key,value[,unit,source,...])"),
+    (PRICE_FEED_FORMAT_JSON, "json: the import_prices JSON (a list of entries or {entries: [...]})"),
+]
+PRICE_FEED_UNCHANGED = "unchanged"
+PRICE_FEED_PUBLISHED = "published"
+PRICE_FEED_REFUSED = "refused"
+PRICE_FEED_UNREACHABLE = "unreachable"
+PRICE_FEED_STATUS_CHOICES = [
+    (PRICE_FEED_UNCHANGED, "unchanged: the content is the one last published; nothing was published"),
+    (PRICE_FEED_PUBLISHED, "published: the content changed and a new version of the book was published"),
+    (PRICE_FEED_REFUSED, "refused: the content is malformed or fails validation; the book in force stays"),
+    (PRICE_FEED_UNREACHABLE, "unreachable: the source could not be read (connection, HTTP status, guard)"),
+]
+
+
+class PriceFeed(models.Model):
+    """A price source polled on a schedule (``scenarios.feeds``): new content publishes the next version of
+    the team's book (``team`` null: the global book, registered by the operator only), unchanged content
+    publishes nothing, malformed content is refused whole and leaves the book in force.
+
+    ``source`` is an http(s) URL (requested through ``scenarios.outbound``) or a file path under a directory
+    of ``settings.PRICE_FEED_DIRS``. ``schedule`` is the django-celery-beat row that runs
+    ``scenarios.poll_price_feed`` with this feed's id. The ``last_*`` fields are the state of the last poll;
+    ``last_hash`` is the sha256 of the content the book in force came from (or that was last confirmed)."""
+
+    team = models.ForeignKey(
+        Team, on_delete=models.CASCADE, null=True, blank=True, related_name="price_feeds"
+    )
+    name = models.CharField(max_length=200)
+    source = models.CharField(max_length=2000)
+    format = models.CharField(max_length=8, choices=PRICE_FEED_FORMAT_CHOICES, default=PRICE_FEED_FORMAT_AUTO)
+    mode = models.CharField(max_length=8, choices=PRICE_MODE_CHOICES, default=PRICE_MODE_PATCH)
+    schedule = models.OneToOneField(
+        "django_celery_beat.PeriodicTask",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="price_feed",
+    )
+    enabled = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now)
+    last_checked_at = models.DateTimeField(null=True, blank=True)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_hash = models.CharField(max_length=64, blank=True, default="")
+    last_status = models.CharField(max_length=12, choices=PRICE_FEED_STATUS_CHOICES, blank=True, default="")
+    last_error = models.TextField(blank=True, default="")
+    last_book = models.ForeignKey(
+        PriceBook, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["team_id", "name"]  # noqa: RUF012
+        constraints = (
+            models.UniqueConstraint(
+                fields=["team", "name"], name="price_feed_unique_name", nulls_distinct=False
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    format__in=[PRICE_FEED_FORMAT_AUTO, PRICE_FEED_FORMAT_CSV, PRICE_FEED_FORMAT_JSON]
+                ),
+                name="price_feed_format_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(mode__in=[PRICE_MODE_PATCH, PRICE_MODE_REPLACE]), name="price_feed_mode_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    last_status__in=[
+                        "",
+                        PRICE_FEED_UNCHANGED,
+                        PRICE_FEED_PUBLISHED,
+                        PRICE_FEED_REFUSED,
+                        PRICE_FEED_UNREACHABLE,
+                    ]
+                ),
+                name="price_feed_status_valid",
+            ),
+        )
+
+    def __str__(self) -> str:
+        scope = "global" if self.team_id is None else f"team {self.team_id}"
+        return f"{scope} feed {self.name}"
+
+
+def _price_feed_deleted(sender: Any, instance: PriceFeed, **kwargs: Any) -> None:
+    """A feed's schedule goes with it, however the feed was deleted (the API, the admin, its team's
+    deletion): ``PeriodicTask.delete`` also tells beat that its schedule changed."""
+    from django_celery_beat.models import PeriodicTask
+
+    task = PeriodicTask.objects.filter(pk=instance.schedule_id).first() if instance.schedule_id else None
+    if task is not None:
+        task.delete()
+
+
+models.signals.post_delete.connect(_price_feed_deleted, sender=PriceFeed, dispatch_uid="price_feed_deleted")

@@ -22,6 +22,7 @@ from django.utils import timezone
 from scenarios import adapters, pricing
 from scenarios.errors import ScenarioInUse
 from scenarios.models import (
+    EVENT_PRICE_BOOK_PUBLISHED,
     PRICE_MODE_PATCH,
     PRICE_MODE_REPLACE,
     PRICE_UNITS,
@@ -31,6 +32,7 @@ from scenarios.models import (
     TRIGGER_CHOICES,
     ClusterRevision,
     ClusterScenario,
+    Event,
     Membership,
     ModelRevision,
     ModelScenario,
@@ -809,6 +811,40 @@ def price_book_summary(*, book: PriceBook, plans_to_rerun: int | None = None) ->
     return PriceBookSummary(changes=price_book_changes(book=book), plans_to_rerun=plans_to_rerun)
 
 
+def _record_published(book: PriceBook) -> None:
+    """The ``price_book.published`` event, in the publishing transaction: what the version changed and how
+    many plans it re-runs (``published_summary`` answers the publish from it, so it is counted once)."""
+    from scenarios import events
+
+    summary = price_book_summary(book=book)
+    payload = {
+        "price_book": book.pk,
+        "team": book.team_id,
+        "version": book.version,
+        "name": book.name,
+        "mode": book.mode,
+        "based_on": book.based_on_id,
+        "source": book.source,
+        **summary.as_dict(),
+    }
+    events.record(
+        [
+            events.event(
+                kind=EVENT_PRICE_BOOK_PUBLISHED,
+                team_id=book.team_id,
+                payload=payload,
+                dedupe_key=f"{EVENT_PRICE_BOOK_PUBLISHED}:{book.pk}",
+            )
+        ]
+    )
+
+
+def published_summary(*, book: PriceBook) -> dict[str, Any]:
+    """``changes`` and ``plans_to_rerun`` as the publish recorded them in its event."""
+    payload = Event.objects.get(dedupe_key=f"{EVENT_PRICE_BOOK_PUBLISHED}:{book.pk}").payload
+    return {"changes": payload["changes"], "plans_to_rerun": payload["plans_to_rerun"]}
+
+
 def price_book_publish(
     *,
     team: Team | None,
@@ -862,6 +898,7 @@ def price_book_publish(
             published_at=timezone.now(),
         )
         PriceEntry.objects.bulk_create([PriceEntry(price_book=book, **entry) for entry in resulting])
+        _record_published(book)
         book_id = book.pk
         if fan_out == "async":
             transaction.on_commit(lambda: fanout.enqueue_price_fan_out(price_book_id=book_id))

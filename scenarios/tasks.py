@@ -111,3 +111,14 @@ def nightly_recheck() -> dict[str, Any]:
 
 
 from scenarios import search_jobs  # noqa: E402,F401  (registers the search and sweep tasks)
+
+
+@shared_task(name="scenarios.poll_price_feed", **RETRY_OPTIONS)
+def poll_price_feed(feed_id: int, force: bool = False) -> dict[str, Any]:
+    """Beat (each feed's own schedule) or a poll asked for now: read the feed's source and publish its
+    prices when they changed (``scenarios.feeds.poll``). A failed read or refused content is recorded on
+    the feed and raises ``price_feed.failed``; it is not retried (the next scheduled poll reads again)."""
+    from scenarios import feeds
+
+    outcome = feeds.poll(feed_id=feed_id, force=force)
+    return {"status": outcome.status, "book": outcome.book_id, "errors": list(outcome.errors)}

@@ -30,7 +30,8 @@ class ResultListSerializer(serializers.ListSerializer):
 
 
 class ResultSerializer(serializers.ModelSerializer):
-    """A result in a list: provenance and the promoted figures, without the large documents.
+    """A result in a list: provenance, the promoted figures and their ``delta`` against the previous result
+    of the same kind, without the large documents.
 
     ``current`` says whether a run of the plan today would rest on the same inputs (solver, plan edits,
     revisions, prices: ``scenarios.currency``); ``stale_reasons`` says why not."""
@@ -75,6 +76,7 @@ class ResultSerializer(serializers.ModelSerializer):
             "usd_per_million_tokens",
             "total_kgco2e",
             "wall_clock_days",
+            "delta",
             "current",
             "stale_reasons",
         )
@@ -107,7 +109,6 @@ class ResultDetailSerializer(ResultSerializer):
             "input_snapshot",
             "prices",
             "report",
-            "delta",
         )
         read_only_fields = fields
 

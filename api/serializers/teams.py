@@ -8,17 +8,30 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from api.permissions import team_roles
+from scenarios.events import THRESHOLD_FIGURES, validate_thresholds
 from scenarios.models import ROLE_CHOICES, Membership, Team
 
 
 class TeamSerializer(serializers.ModelSerializer):
     role = serializers.SerializerMethodField(help_text="Your role on this team.")
     slug = serializers.SlugField(max_length=100)
+    alert_thresholds = serializers.JSONField(
+        required=False,
+        help_text='{figure: fraction}, e.g. {"total_usd": 0.02, "step_s": 0.01}: a stored result whose '
+        "figure moved by at least that fraction against the previous result of the same kind raises a "
+        "figure.moved event. Figures: " + ", ".join(THRESHOLD_FIGURES) + ".",
+    )
 
     class Meta:
         model = Team
-        fields: tuple[str, ...] = ("id", "name", "slug", "role", "created_at")
+        fields: tuple[str, ...] = ("id", "name", "slug", "role", "alert_thresholds", "created_at")
         read_only_fields: tuple[str, ...] = ("id", "role", "created_at")
+
+    def validate_alert_thresholds(self, value: Any) -> dict[str, float]:
+        try:
+            return validate_thresholds(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
 
     def get_role(self, team: Team) -> str | None:
         return team_roles(self.context["request"]).get(team.pk)

@@ -86,7 +86,7 @@ class PriceBookViewSet(
             source=data.get("source", ""),
             mode=data["mode"],
         )
-        summary = services.price_book_summary(book=book)
+        summary = services.published_summary(book=book)
         book = self.base_queryset().prefetch_related("entries").get(pk=book.pk)
         body = PriceBookDetailSerializer(book, context=self.get_serializer_context()).data
-        return Response({**body, **summary.as_dict()}, status=status.HTTP_201_CREATED)
+        return Response({**body, **summary}, status=status.HTTP_201_CREATED)

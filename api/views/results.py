@@ -20,7 +20,8 @@ from api.serializers.results import ResultDetailSerializer, ResultDiffSerializer
 from api.views.base import TeamScopedReadOnlyViewSet
 from scenarios.models import Result
 
-LARGE_FIELDS = ("input_snapshot", "report", "prices", "delta")
+# Deferred in lists (a report is tens of KB); ``delta``, a few numbers, is listed.
+LARGE_FIELDS = ("input_snapshot", "report", "prices")
 
 
 class ResultViewSet(TeamScopedReadOnlyViewSet):

@@ -110,3 +110,12 @@ def with_fresh_clients(world: World) -> World:
         nobody=fresh(world.nobody),
         anonymous=APIClient(),
     )
+
+
+@pytest.fixture
+def no_broker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing goes to a broker: runs and sweeps are executed in process by the test (tests.api.inprocess)."""
+    from scenarios import execution, search_jobs
+
+    monkeypatch.setattr(execution, "enqueue_runs", lambda **_: 0)
+    monkeypatch.setattr(search_jobs.sweep_start, "apply_async", lambda **_: None)

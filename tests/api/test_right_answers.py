@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import csv
 import io
-import uuid
 from typing import Any
 
 import pytest
@@ -19,30 +18,11 @@ from scenarios import execution, search_jobs, services
 from scenarios.models import Plan, Result
 from tests.api import factories as f
 from tests.api.conftest import World
+from tests.api.inprocess import claim, solve_plan
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_broker")]
 
 SPACE: dict[str, Any] = {"tp": [1, 2], "cp": [1], "pp": [1], "microbatch_seqs": [1]}
-
-
-@pytest.fixture(autouse=True)
-def _no_broker(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests execute runs in process: nothing goes to a broker."""
-    monkeypatch.setattr(execution, "enqueue_runs", lambda **_: 0)
-    monkeypatch.setattr(search_jobs.sweep_start, "apply_async", lambda **_: None)
-
-
-def claim() -> execution.Claim:
-    return execution.Claim(task_id=str(uuid.uuid4()), retries=0, worker="pytest")
-
-
-def solve_plan(plan: Plan) -> Result:
-    run = services.run_request(plan=plan, user=None)
-    outcome = execution.run_execute(run_id=run.pk, claim=claim())
-    assert outcome.status == "succeeded" and outcome.result_id is not None, execution.Run.objects.get(
-        pk=run.pk
-    ).error
-    return Result.objects.get(pk=outcome.result_id)
 
 
 def sweep_plan(plan: Plan, monkeypatch: pytest.MonkeyPatch) -> Result:

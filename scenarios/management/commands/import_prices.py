@@ -13,8 +13,6 @@ Publishing is an event: plans whose resolved prices change are re-run (``--fan-o
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,46 +20,25 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scenarios.fanout import price_book_fan_out
-from scenarios.models import PRICE_MODE_CHOICES, Team
+from scenarios.feeds import PriceFileError, price_file_parse
+from scenarios.models import PRICE_FEED_FORMAT_CSV, PRICE_FEED_FORMAT_JSON, PRICE_MODE_CHOICES, Team
 from scenarios.services import PriceBookSummary, price_book_publish, price_book_summary
 
-CSV_REQUIRED = ("kind", "key", "value")
 MODES = tuple(value for value, _ in PRICE_MODE_CHOICES)
-# A CSV cell is text: these spellings of ``remove`` become booleans; any other is left for the service to
-# refuse with the row's path.
-CSV_BOOLEANS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+FORMAT_BY_SUFFIX = {".csv": PRICE_FEED_FORMAT_CSV, ".json": PRICE_FEED_FORMAT_JSON}
 
 
-def _csv_entry(row: dict[str | Any, str | Any]) -> dict[str, Any]:
-    entry: dict[str, Any] = {k: v for k, v in row.items() if k and v not in (None, "")}
-    remove = entry.get("remove")
-    if isinstance(remove, str) and remove.strip().lower() in CSV_BOOLEANS:
-        entry["remove"] = CSV_BOOLEANS[remove.strip().lower()]
-    return entry
-
-
-def read_entries(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Entries and book-level fields (name, notes, source) from a CSV or JSON file."""
-    suffix = path.suffix.lower()
+def read_entries(path: Path) -> tuple[list[Any], dict[str, Any]]:
+    """Entries and book-level fields (name, notes, source) from a CSV or JSON file (the format is
+    ``scenarios.feeds.price_file_parse``'s, which price feeds read too)."""
+    fmt = FORMAT_BY_SUFFIX.get(path.suffix.lower())
+    if fmt is None:
+        raise CommandError(f"{path}: expected a .csv or .json file")
     text = path.read_text(encoding="utf-8-sig")
-    if suffix == ".csv":
-        reader = csv.DictReader(text.splitlines())
-        missing = [c for c in CSV_REQUIRED if c not in (reader.fieldnames or [])]
-        if missing:
-            raise CommandError(f"{path}: the CSV header must name the columns {', '.join(missing)}")
-        return [_csv_entry(row) for row in reader], {}
-    if suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CommandError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-        if isinstance(data, list):
-            return data, {}
-        if isinstance(data, dict) and isinstance(data.get("entries"), list):
-            meta = {k: data[k] for k in ("name", "notes", "source", "mode") if isinstance(data.get(k), str)}
-            return data["entries"], meta
-        raise CommandError(f"{path}: expected a list of entries or an object with an 'entries' list")
-    raise CommandError(f"{path}: expected a .csv or .json file")
+    try:
+        return price_file_parse(text, fmt)
+    except PriceFileError as exc:
+        raise CommandError(f"{path}: {exc}") from None
 
 
 class Command(BaseCommand):

@@ -1,0 +1,118 @@
+"""GET /events/: the change feed of the caller's teams, newest first, cursor-paginated; ``?after=`` tails it."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import django_filters
+from django.db.models import Q, QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import mixins, serializers, viewsets
+from rest_framework.exceptions import NotFound
+from rest_framework.pagination import CursorPagination
+
+from api.filters import IdFilter, UtcDateTimeFilter
+from api.limits import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from api.permissions import team_roles
+from api.serializers.events import EventSerializer
+from api.views.base import TeamScopedViewSetMixin
+from scenarios.models import EVENT_KIND_CHOICES, Event
+
+PUBLIC_PREFIX = "evt_"
+
+
+def event_pk(public_id: str, *, name: str) -> int:
+    """The ordering id of the event with this public id (400 naming ``name`` when there is none)."""
+    raw = public_id[len(PUBLIC_PREFIX) :] if public_id.startswith(PUBLIC_PREFIX) else ""
+    try:
+        uid = uuid.UUID(hex=raw)
+    except ValueError:
+        raise serializers.ValidationError({name: ["must be an event id evt_<32 hex digits>"]}) from None
+    pk = Event.objects.filter(uid=uid).values_list("pk", flat=True).first()
+    if pk is None:
+        raise serializers.ValidationError({name: ["no such event"]})
+    return int(pk)
+
+
+class EventFilter(django_filters.FilterSet):
+    plan = IdFilter(field_name="plan_id")
+    team = IdFilter(field_name="team_id")
+    kind = django_filters.MultipleChoiceFilter(choices=EVENT_KIND_CHOICES)
+    since = UtcDateTimeFilter(
+        field_name="created_at", lookup_expr="gte", label="Events at or after (ISO 8601)."
+    )
+    until = UtcDateTimeFilter(field_name="created_at", lookup_expr="lt", label="Events before (ISO 8601).")
+    after = django_filters.CharFilter(
+        method="filter_after",
+        max_length=40,
+        label="Tail the feed: only events newer than this event id (evt_...), oldest first.",
+    )
+
+    class Meta:
+        model = Event
+        fields: tuple[str, ...] = ()
+
+    def filter_after(self, qs: QuerySet[Any], name: str, value: str) -> QuerySet[Any]:
+        return qs.filter(pk__gt=event_pk(value, name="after")) if value else qs
+
+
+class EventCursorPagination(CursorPagination):
+    """A cursor over the ordering id: rows inserted while a client pages never shift its pages."""
+
+    page_size = DEFAULT_PAGE_SIZE
+    page_size_query_param = "page_size"
+    max_page_size = MAX_PAGE_SIZE
+
+    def get_ordering(self, request: Any, queryset: Any, view: Any) -> tuple[str, ...]:
+        # Tailing reads forward from a known event; the feed otherwise reads newest first.
+        return ("id",) if request.query_params.get("after") else ("-id",)
+
+
+@extend_schema_view(
+    list=extend_schema(
+        tags=["events"],
+        parameters=[
+            OpenApiParameter(
+                "cursor", OpenApiTypes.STR, description="The opaque cursor of the next or previous page."
+            )
+        ],
+    ),
+    retrieve=extend_schema(tags=["events"], parameters=[OpenApiParameter("id", OpenApiTypes.STR, "path")]),
+)
+class EventViewSet(
+    TeamScopedViewSetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    """The change feed of your teams and the global events: results stored (with their headline deltas),
+    figures that moved past a team threshold, failed runs, finished searches and sweeps, price books
+    published (entries changed, plans to re-run), solver changes, price feeds refused, webhooks disabled.
+
+    Newest first, cursor-paginated (``next``/``previous``); ``?after=evt_...`` reads forward from an event
+    (oldest first), for clients that tail the feed. Filters: ``plan``, ``team``, ``kind`` (repeatable),
+    ``since``, ``until``."""
+
+    serializer_class = EventSerializer
+    filterset_class = EventFilter
+    pagination_class = EventCursorPagination
+    ordering_fields: tuple[str, ...] = ()
+    lookup_value_regex = r"evt_[0-9a-fA-F]{32}"
+
+    def base_queryset(self) -> QuerySet[Event]:
+        return Event.objects.all()
+
+    def get_queryset(self) -> QuerySet[Event]:
+        if getattr(self, "swagger_fake_view", False):
+            return Event.objects.none()
+        return Event.objects.filter(Q(team_id__in=list(team_roles(self.request))) | Q(team__isnull=True))
+
+    def get_object(self) -> Event:
+        pk = self.kwargs[self.lookup_url_kwarg or self.lookup_field]
+        uid = uuid.UUID(hex=str(pk)[len(PUBLIC_PREFIX) :])
+        event = self.get_queryset().filter(uid=uid).first()
+        if event is None:
+            raise NotFound("No such event among your teams' events.")
+        return event
+
+    def check_object_permissions(self, request: Any, obj: Any) -> None:
+        return None  # reading: the queryset is already the caller's teams and the global events

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class IntegrationsConfig(AppConfig):
+    name = "integrations"
+    verbose_name = "Webhooks"
