@@ -98,6 +98,7 @@ class CompareItem:
     created_at: Any
     report: Mapping[str, Any] | None
     kind: str | None = None
+    team_price_book_version: int | None = None
     cloud_usd_per_gpu_hour: float | None = None
     current: bool | None = None
     stale_reasons: tuple[str, ...] = ()
@@ -156,6 +157,7 @@ def compare_table(*, items: Sequence[CompareItem], baseline_index: int) -> dict[
                 "kind": item.kind,
                 "solver_version": item.solver_version,
                 "price_book_version": item.price_book_version,
+                "team_price_book_version": item.team_price_book_version,
                 "created_at": item.created_at,
                 "current": item.current,
                 "fits": _fits(item.report),
@@ -184,6 +186,7 @@ CSV_LEAD_COLUMNS = (
     "baseline",
     "solver_version",
     "price_book_version",
+    "team_price_book_version",
     "current",
     "fits",
     "cloud_usd_per_gpu_hour",

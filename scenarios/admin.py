@@ -164,7 +164,8 @@ class ResultAdmin(ReadOnlyAdmin):
 
 class PriceFeedForm(forms.ModelForm):
     """A feed and its schedule: the source is checked by ``scenarios.feeds.check_source`` (the SSRF guard,
-    ``PRICE_FEED_DIRS``), the schedule becomes the feed's django-celery-beat row (editable there too)."""
+    ``PRICE_FEED_DIRS``: a team's feed under ``<dir>/<team slug>/``), the schedule becomes the feed's
+    django-celery-beat row (editable there too)."""
 
     every_s = forms.IntegerField(required=False, help_text="Poll every this many seconds.")
     crontab = forms.CharField(
@@ -178,8 +179,10 @@ class PriceFeedForm(forms.ModelForm):
     def clean_source(self) -> str:
         from scenarios import feeds
 
+        # The team is cleaned first (the fields' order); a feed keeps its team (read-only once created).
+        team = self.instance.team if self.instance.pk is not None else self.cleaned_data.get("team")
         try:
-            return feeds.check_source(self.cleaned_data.get("source") or "")
+            return feeds.check_source(self.cleaned_data.get("source") or "", team=team)
         except ValidationError as exc:
             raise ValidationError(exc.message_dict.get("source", exc.messages)) from None
 

@@ -13,8 +13,9 @@ Who writes what:
 * price feeds and webhook endpoints: ``price_feed.failed`` and ``webhook.disabled``.
 
 Each event has a stable public id (``evt_<hex>``) and, where two paths could raise it, a ``dedupe_key`` that
-makes it exist once. After the transaction commits, the dispatcher is nudged (``integrations.dispatch``) so
-that webhooks go out at once; its beat schedule picks up anything a lost nudge left behind.
+makes it exist once. After a transaction that recorded events commits, the dispatcher is nudged
+(``integrations.dispatch``) so that webhooks go out at once; its beat schedule (every 5 s) picks up what a
+lost nudge left behind and the events the database trigger writes (``run.failed``, ``job.finished``).
 """
 
 from __future__ import annotations

@@ -5,9 +5,11 @@ django-celery-beat row (``PeriodicTask``) that runs ``scenarios.poll_price_feed`
 (``poll``):
 
 * reads the source: a URL through ``scenarios.outbound`` (the SSRF guard, checked again at every request,
-  no redirects, at most ``PRICE_FEED_MAX_BYTES`` (5 MB) in ``PRICE_FEED_TIMEOUT_S`` (30 s)); a file path only
-  under a directory of ``settings.PRICE_FEED_DIRS`` (checked again at every read, symbolic links resolved),
-  so that a team cannot make the service read arbitrary files;
+  no redirects, at most ``PRICE_FEED_MAX_BYTES`` (5 MB) in ``PRICE_FEED_TIMEOUT_S`` (30 s)); a file path of a
+  team's feed only under ``<dir>/<team slug>/`` for a directory ``<dir>`` of ``settings.PRICE_FEED_DIRS``, a
+  global feed's (the operator's) anywhere under those directories (checked again at every read, symbolic
+  links resolved, and the file opened checked again before it is read), so that a team cannot make the
+  service read arbitrary files, nor another team's price file;
 * hashes it (sha256): content equal to the content the book in force came from publishes nothing
   (``unchanged``);
 * parses it with the ``import_prices`` format (``price_file_parse``: CSV ``kind,key,value[,unit,source,
@@ -19,7 +21,8 @@ django-celery-beat row (``PeriodicTask``) that runs ``scenarios.poll_price_feed`
   (``unreachable``: connection error, non-2xx answer, a host or path the guards refuse) with the reason.
 
 Both failures raise a ``price_feed.failed`` event, once per distinct failure (its content, or its error) since
-the feed's last success: a source that stays down raises one event, not one per poll.
+the feed's last success: a source that stays down raises one event, not one per poll. A global feed's event is
+seen by every team, so it names the feed and its status only (``failed_payload``).
 """
 
 from __future__ import annotations
@@ -158,36 +161,72 @@ def feed_dirs() -> list[Path]:
     return [Path(str(d)).expanduser().resolve() for d in raw if str(d).strip()]
 
 
-def allowed_path(source: str) -> Path:
-    """The resolved path of a file source, when it lies under a directory of ``PRICE_FEED_DIRS``; raises
-    ``SourceRefused`` with the reason otherwise (symbolic links and ``..`` are resolved first, so neither
-    leads out of the directory)."""
+# A team's directory is named by its slug; anything else (a '/', '..') could name another directory.
+_SLUG_DIR = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def allowed_roots(team: Team | None) -> list[Path]:
+    """The directories a feed of ``team`` may read files under: ``<dir>/<team slug>/`` for each directory
+    ``<dir>`` of ``PRICE_FEED_DIRS`` (a team reads its own directory, never another team's file), or, for a
+    global feed (``team`` None, registered by the operator only), the directories themselves.
+
+    ``<dir>`` is resolved; ``<team slug>`` is not: a file whose real path is not in ``<real dir>/<slug>/``
+    is refused, so a symbolic link (the team directory itself, or one inside it) cannot lead elsewhere."""
+    dirs = feed_dirs()
+    if team is None:
+        return dirs
+    slug = str(team.slug or "")
+    if not _SLUG_DIR.match(slug):
+        raise SourceRefused(f"the team's slug {slug!r} cannot name a directory; its feeds cannot read files")
+    return [d / slug for d in dirs]
+
+
+def _under(path: Path, roots: list[Path]) -> bool:
+    return any(path != root and path.is_relative_to(root) for root in roots)
+
+
+def _listed(roots: list[Path]) -> str:
+    return ", ".join(f"{root}/" for root in roots)
+
+
+def allowed_path(source: str, *, team: Team | None) -> Path:
+    """The resolved path of a file source, when a feed of ``team`` may read it; raises ``SourceRefused`` with
+    the reason otherwise. A team's feed reads only files under ``<dir>/<team slug>/`` for a directory
+    ``<dir>`` of ``PRICE_FEED_DIRS``; a global feed (``team`` None, the operator's) reads any file under those
+    directories (``allowed_roots``). Symbolic links and ``..`` are resolved first, so neither leads out of
+    the directory (``read_source`` checks the file it opened again)."""
     if "\x00" in source:
         raise SourceRefused("a file path must not contain NUL characters")
     path = Path(source)
     if not path.is_absolute():
         raise SourceRefused("must be an http(s) URL or an absolute file path")
-    dirs = feed_dirs()
-    if not dirs:
+    if not feed_dirs():
         raise SourceRefused("file paths are not accepted: no directory is listed in PRICE_FEED_DIRS")
+    roots = allowed_roots(team)
     try:
         resolved = path.resolve()
     except (OSError, RuntimeError, ValueError):
         raise SourceRefused(f"{source} cannot be resolved") from None
-    if not any(resolved != d and resolved.is_relative_to(d) for d in dirs):
-        listed = ", ".join(str(d) for d in dirs)
+    if _under(resolved, roots):
+        return resolved
+    if team is None:
         raise SourceRefused(
-            f"{source} is not under a directory of PRICE_FEED_DIRS ({listed}); no other file is read"
+            f"{source} is not under a directory of PRICE_FEED_DIRS ({_listed(roots)}); no other file is read"
         )
-    return resolved
+    raise SourceRefused(
+        f"{source} is not under the team's own directory ({_listed(roots)}): a team's feed reads only files "
+        f"under <dir>/{team.slug}/ for a directory <dir> of PRICE_FEED_DIRS, never another team's file"
+    )
 
 
-def check_source(source: str) -> str:
-    """The source, stripped, when a feed may read it; raises ``ValidationError({"source": [reason]})``.
+def check_source(source: str, *, team: Team | None) -> str:
+    """The source, stripped, when a feed of ``team`` (None: a global feed) may read it; raises
+    ``ValidationError({"source": [reason]})``.
 
     An http(s) URL must pass ``outbound.check_url`` (no private, loopback or metadata address unless the
-    operator allow-lists it); a file path must lie under a directory of ``PRICE_FEED_DIRS`` and must not be a
-    directory or a device. Anything else (``file:``, ``ftp:``, a relative path) is refused."""
+    operator allow-lists it); a file path must lie under ``<dir>/<team slug>/`` for a directory ``<dir>`` of
+    ``PRICE_FEED_DIRS`` (a global feed: anywhere under those directories) and must not be a directory or a
+    device. Anything else (``file:``, ``ftp:``, a relative path) is refused."""
     source = (source or "").strip()
     if not source:
         raise ValidationError({"source": ["must not be empty"]})
@@ -200,7 +239,7 @@ def check_source(source: str) -> str:
                 )
             outbound.check_url(source)
             return source
-        path = allowed_path(source)
+        path = allowed_path(source, team=team)
         try:
             if path.exists() and not path.is_file():
                 raise SourceRefused(f"{source} is not a regular file")
@@ -211,6 +250,32 @@ def check_source(source: str) -> str:
     except ValueError as exc:  # a URL urllib cannot parse
         raise ValidationError({"source": [f"not a valid URL ({exc})"]}) from None
     return source
+
+
+_PROC_FD = "/proc/self/fd"
+
+
+def _opened_path(fd: int) -> Path | None:
+    """The real path of the file open as ``fd`` (Linux: ``/proc/self/fd``), or None where it cannot be known."""
+    if not os.path.isdir(_PROC_FD):
+        return None
+    return Path(os.path.realpath(f"{_PROC_FD}/{fd}"))
+
+
+def _opened_is_allowed(fd: int, resolved: Path, roots: list[Path]) -> bool:
+    """Whether the file open as ``fd`` is still under ``roots`` (a directory on the way may have been swapped
+    for a symbolic link between ``allowed_path`` and the open). Where the descriptor's path cannot be read,
+    the opened file must be the one ``resolved`` names now (device and inode) and ``resolved`` must still be
+    its own real path (no symbolic link on the way)."""
+    opened = _opened_path(fd)
+    if opened is not None:
+        return _under(opened, roots)
+    try:
+        now, current = os.fstat(fd), os.stat(resolved)
+    except OSError:
+        return False
+    same = (now.st_dev, now.st_ino) == (current.st_dev, current.st_ino)
+    return same and os.path.realpath(resolved) == str(resolved) and _under(resolved, roots)
 
 
 class Unreachable(Exception):
@@ -239,8 +304,10 @@ def _limit_text(limit: int) -> str:
     return f"{limit / 1024 / 1024:g} MB" if limit >= 1024 * 1024 else f"{limit:,} bytes"
 
 
-def read_source(source: str) -> Fetched:
-    """The bytes of ``source`` (at most ``PRICE_FEED_MAX_BYTES``); raises ``Unreachable`` or ``TooLarge``."""
+def read_source(source: str, *, team: Team | None) -> Fetched:
+    """The bytes of ``source`` read for a feed of ``team`` (at most ``PRICE_FEED_MAX_BYTES``); raises
+    ``Unreachable`` or ``TooLarge``. A file path is checked again (``allowed_path``: the team's own
+    directory), then the file opened is checked to be still under it before a byte is read."""
     limit = _max_bytes()
     if _has_scheme(source):
         try:
@@ -258,7 +325,8 @@ def read_source(source: str) -> Fetched:
             raise TooLarge(f"the source is larger than {_limit_text(limit)}")
         return Fetched(body=answer.body, content_type=str(answer.headers.get("content-type", "")))
     try:
-        path = allowed_path(source)
+        path = allowed_path(source, team=team)
+        roots = allowed_roots(team)
     except SourceRefused as exc:
         raise Unreachable(f"refused: {exc}") from None
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -269,6 +337,12 @@ def read_source(source: str) -> Fetched:
     except OSError as exc:
         raise Unreachable(f"{source}: cannot be opened ({exc.strerror or exc})") from None
     with os.fdopen(fd, "rb") as handle:
+        if not _opened_is_allowed(handle.fileno(), path, roots):
+            where = "a directory of PRICE_FEED_DIRS" if team is None else "the team's own directory"
+            raise Unreachable(
+                f"refused: {source} changed while it was opened: the file opened is not under {where} "
+                f"({_listed(roots)})"
+            )
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise Unreachable(f"{source} is not a regular file")
         body = handle.read(limit + 1)
@@ -344,7 +418,7 @@ def poll(*, feed_id: int, force: bool = False) -> PollOutcome:
     source = feed.source
     retrieved_at = timezone.now()
     try:
-        fetched = read_source(source)
+        fetched = read_source(source, team=feed.team)
     except Unreachable as exc:
         return _record_failure(feed_id, PRICE_FEED_UNREACHABLE, [str(exc)], state=f"unreachable:{exc}")
     except TooLarge as exc:
@@ -419,6 +493,26 @@ def _record_failure(feed_id: int, status: str, errors: list[str], *, state: str)
         return _fail(feed, status, errors, state=state)
 
 
+GLOBAL_FAILURE_DETAIL = "the global price feed failed; see the admin for details"
+
+
+def failed_payload(feed: PriceFeed, status: str, errors: list[str]) -> dict[str, Any]:
+    """The payload of a ``price_feed.failed`` event. A team's feed: its source, status, errors and the book in
+    force, for that team only. A global feed's event (``team`` None) is seen by every team and sent to every
+    team's webhooks, so it carries the feed's id, name and status only: its source (the operator's URL or
+    path) and its errors (which quote the source and its content) stay in the admin (``last_error``)."""
+    if feed.team_id is None:
+        return {"feed": feed.pk, "name": feed.name, "status": status, "detail": GLOBAL_FAILURE_DETAIL}
+    return {
+        "feed": feed.pk,
+        "name": feed.name,
+        "source": feed.source,
+        "status": status,
+        "errors": errors,
+        "book_in_force": feed.last_book_id,
+    }
+
+
 def _fail(feed: PriceFeed, status: str, errors: list[str], *, state: str) -> PollOutcome:
     """Record a failed poll on the (locked) feed and raise ``price_feed.failed`` once per distinct failure
     (``state``: the refused content's hash, or the unreachable reason) since the feed's last success."""
@@ -433,14 +527,7 @@ def _fail(feed: PriceFeed, status: str, errors: list[str], *, state: str) -> Pol
             events.event(
                 kind=EVENT_PRICE_FEED_FAILED,
                 team_id=feed.team_id,
-                payload={
-                    "feed": feed.pk,
-                    "name": feed.name,
-                    "source": feed.source,
-                    "status": status,
-                    "errors": kept,
-                    "book_in_force": feed.last_book_id,
-                },
+                payload=failed_payload(feed, status, kept),
                 dedupe_key=f"{EVENT_PRICE_FEED_FAILED}:{feed.pk}:{since}:{state_hash}",
             )
         ]
@@ -598,7 +685,7 @@ def feed_create(
 ) -> PriceFeed:
     """Register a feed (``team`` None: a global feed, for the operator only) and its beat schedule."""
     name = _check_name(name)
-    source = check_source(source)
+    source = check_source(source, team=team)
     format = _check_choice("format", format, FORMATS)
     mode = _check_choice("mode", mode, MODES)
     clean = schedule_clean(schedule) if schedule is not None else None
@@ -633,7 +720,7 @@ def feed_update(*, feed: PriceFeed, **changes: Any) -> PriceFeed:
     if "name" in changes:
         clean["name"] = _check_name(changes["name"])
     if "source" in changes:
-        clean["source"] = check_source(changes["source"])
+        clean["source"] = check_source(changes["source"], team=feed.team)
     if "format" in changes:
         clean["format"] = _check_choice("format", changes["format"], FORMATS)
     if "mode" in changes:

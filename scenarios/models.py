@@ -257,9 +257,6 @@ class Plan(models.Model):
     archived_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
-    # When an edit last changed what the plan solves (its parts, pinned revisions, training, economics or
-    # cloud provider; not its name or description): a result stored before this is not current.
-    inputs_changed_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["name"]  # noqa: RUF012
@@ -561,6 +558,13 @@ EVENT_KIND_CHOICES = [
 EVENT_KINDS = tuple(kind for kind, _ in EVENT_KIND_CHOICES)
 
 
+class ClockTimestamp(models.Func):
+    """PostgreSQL's ``clock_timestamp()``: the time the statement reaches the row, not the transaction's start."""
+
+    template = "clock_timestamp()"
+    output_field = models.DateTimeField()
+
+
 class Event(ImmutableModel):
     """Something a team may want to hear about, written in the same transaction as its cause (an outbox):
     a committed cause always has its event and a rolled-back one never does. ``uid`` is the stable public
@@ -577,7 +581,9 @@ class Event(ImmutableModel):
     result_id = models.BigIntegerField(null=True, blank=True)
     payload = models.JSONField(default=dict)
     dedupe_key = models.CharField(max_length=200, null=True, blank=True, unique=True)
-    created_at = models.DateTimeField(default=timezone.now)
+    # The database's clock when the row is written (not the transaction's start, not an app server's clock):
+    # the feed's tail shows an event only once no transaction still open could hold a lower id (api.views.events).
+    created_at = models.DateTimeField(db_default=ClockTimestamp())
 
     class Meta:
         ordering = ["-id"]  # noqa: RUF012
@@ -624,8 +630,8 @@ class PriceFeed(models.Model):
     publishes nothing, malformed content is refused whole and leaves the book in force.
 
     ``source`` is an http(s) URL (requested through ``scenarios.outbound``) or a file path under a directory
-    of ``settings.PRICE_FEED_DIRS``. ``schedule`` is the django-celery-beat row that runs
-    ``scenarios.poll_price_feed`` with this feed's id. The ``last_*`` fields are the state of the last poll;
+    of ``settings.PRICE_FEED_DIRS`` (a team's feed: under ``<dir>/<team slug>/``). ``schedule`` is the
+    django-celery-beat row that runs ``scenarios.poll_price_feed`` with this feed's id. The ``last_*`` fields are the state of the last poll;
     ``last_hash`` is the sha256 of the content the book in force came from (or that was last confirmed)."""
 
     team = models.ForeignKey(

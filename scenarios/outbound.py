@@ -9,7 +9,9 @@ Every request:
   ``settings.OUTBOUND_ALLOWED_HOSTS`` (a test suite's local receiver);
 * connects to the address it checked (the host name goes in ``Host`` and, for HTTPS, in the TLS server
   name), so a DNS answer that changes between the check and the connection (rebinding) cannot redirect it;
-* follows no redirect, waits at most ``timeout_s`` in all and reads at most ``max_bytes`` of the answer.
+* follows no redirect, reads at most ``max_bytes`` of the answer, and gives up once ``timeout_s`` has passed
+  while the answer is read (the connection and each read have ``timeout_s`` too, so the worst case is a few
+  times ``timeout_s``, never unbounded).
 
 ``check_url`` is the same check for the moment a URL is registered (refused at creation as well).
 """
@@ -64,8 +66,13 @@ def _allowed() -> frozenset[str]:
 
 def _forbidden(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
     """Why an address may not be reached, or None."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return _forbidden(address.ipv4_mapped)
+    if isinstance(address, ipaddress.IPv6Address):
+        # IPv4 reached through IPv6 (mapped, 6to4, Teredo) is judged as the IPv4 address it reaches.
+        embedded = address.ipv4_mapped or address.sixtofour or (address.teredo[1] if address.teredo else None)
+        if embedded is not None:
+            return _forbidden(embedded)
+        if address.is_site_local:
+            return "a site-local address"
     if address in METADATA_ADDRESSES:
         return "a cloud metadata address"
     # The most specific name first: 0.0.0.0 and 127.0.0.1 are also "private" to Python.
@@ -81,6 +88,8 @@ def _forbidden(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | 
             return f"a {name} address"
     if isinstance(address, ipaddress.IPv4Address) and address in ipaddress.ip_network("100.64.0.0/10"):
         return "a shared (carrier-grade NAT) address"
+    if not address.is_global:  # site-local, 6to4 and other ranges that are not the public internet
+        return "a non-global address"
     return None
 
 

@@ -351,24 +351,10 @@ def plan_create(*, team: Team, user: UserLike, **fields: Any) -> Plan:
     return plan
 
 
-# The plan fields that change what it solves (a result stored before such an edit is not current).
-PLAN_INPUT_FIELDS = PLAN_FIELDS - {"name", "description", "auto_rerun"}
-
-
-def _differs(plan: Plan, name: str, value: Any) -> bool:
-    """Whether setting ``name`` to ``value`` changes the plan (foreign keys compared by id)."""
-    current = getattr(plan, name)
-    if hasattr(value, "pk") or hasattr(current, "pk"):
-        return getattr(current, "pk", current) != getattr(value, "pk", value)
-    return bool(current != value)
-
-
 def plan_update(*, plan: Plan, user: UserLike, **fields: Any) -> Plan:
     values = _plan_values(team=plan.team, fields=fields, current=plan)
     if "name" in values and values["name"] != plan.name:
         _check_live_name(Plan, team=plan.team, name=values["name"], exclude_pk=plan.pk)
-    if any(_differs(plan, name, value) for name, value in values.items() if name in PLAN_INPUT_FIELDS):
-        plan.inputs_changed_at = timezone.now()
     for name, value in values.items():
         setattr(plan, name, value)
     _validate_plan_document(plan)
@@ -525,17 +511,40 @@ def price_limit_text(kind: str) -> str:
     return f"{_price_number(low)} to {_price_number(high)} {PRICE_UNITS[kind]}"
 
 
-def price_value_problem(kind: str, value: float) -> str | None:
-    """Why the solver would refuse ``value`` as a price of ``kind``, or None when it accepts it.
+def price_value_problem(kind: str, value: float, key: str | None = None) -> str | None:
+    """Why the solver would refuse ``value`` as a price of ``kind`` (for ``key``), or None when it accepts it.
 
     The range is the solver's own (``solvers.prices.price_limits``): a book holding a price the solver
-    refuses would make every re-run that uses it fail, long after the publish said yes."""
+    refuses would make every re-run that uses it fail, long after the publish said yes. A node price reaches
+    the solver divided by the node's accelerators, so a node of the catalog (``key``) is checked as its price
+    divided by THAT node's ``gpus_per_node`` against the per-accelerator limit: 1e11 USD for an 8-GPU node
+    is 1.25e10 USD per accelerator, which the solver refuses. Without a catalog node ``key`` the bound is the
+    per-accelerator limit times the largest node the solver accepts."""
+    field_path = PRICE_FIELDS[kind]
+    gpus = _node_gpus(key) if kind == PRICE_NODE else None
+    if gpus is not None:
+        low, high = price_limits(PRICE_ACCELERATOR)
+        if low <= value / gpus <= high:
+            return None
+        unit = PRICE_UNITS[kind]
+        return (
+            f"must be from {_price_number(low * gpus)} to {_price_number(high * gpus)} {unit} for the node "
+            f"{key!r}: its {gpus} accelerators times the solver's limit of {field_path} "
+            f"({price_limit_text(PRICE_ACCELERATOR)} per accelerator); {_price_number(value)} {unit} is "
+            f"{_price_number(value / gpus)} per accelerator"
+        )
     low, high = price_limits(kind)
     if low <= value <= high:
         return None
-    field_path = PRICE_FIELDS[kind]
     scope = " per accelerator, times the largest node" if kind == PRICE_NODE else ""
     return f"must be from {price_limit_text(kind)} (the solver's limit of {field_path}{scope})"
+
+
+def _node_gpus(key: str | None) -> int | None:
+    """The accelerators of the catalog node ``key`` (``gpus_per_node``), or None for a key not in it."""
+    node = catalog.NODES.get(key) if isinstance(key, str) else None
+    gpus = node.get("gpus_per_node") if isinstance(node, Mapping) else None
+    return gpus if isinstance(gpus, int) and not isinstance(gpus, bool) and gpus >= 1 else None
 
 
 def _unknown_key(what: str, name: str, known: Iterable[str], *, prefix: str = "") -> str:
@@ -573,6 +582,11 @@ def _price_key_problem(kind: str, key: str, *, site_names: Callable[[], frozense
         name, live = key[len(SITE_KEY_PREFIX) :], site_names()
         return None if name in live else _unknown_key("site", name, live, prefix=SITE_KEY_PREFIX)
     provider, colon, accelerator = key.rpartition(":")
+    if colon and not provider:
+        return (
+            f"the provider before ':' is empty: write '<provider>:{accelerator}' (as in 'aws:h100-sxm'), "
+            f"or '{accelerator}' alone for any provider"
+        )
     if colon and (problem := provider_problem(provider)) is not None:
         return problem
     if accelerator in catalog.ACCELERATORS:
@@ -619,7 +633,7 @@ def _price_entry_clean(
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         errors[f"{path}.value"] = [f"must be a finite number from {price_limit_text(kind)}"]
         return None
-    problem = price_value_problem(kind, float(value))
+    problem = price_value_problem(kind, float(value), key)
     if problem is not None:
         errors[f"{path}.value"] = [problem]
         return None
@@ -816,7 +830,15 @@ def _record_published(book: PriceBook) -> None:
     many plans it re-runs (``published_summary`` answers the publish from it, so it is counted once)."""
     from scenarios import events
 
-    summary = price_book_summary(book=book)
+    if book.team_id is None:
+        # A global book's event is read by every team: it says what changed, not how many plans other teams
+        # have (the operator's command prints that count).
+        summary_dict: dict[str, Any] = {
+            "changes": price_book_changes(book=book).as_dict(),
+            "plans_to_rerun": None,
+        }
+    else:
+        summary_dict = price_book_summary(book=book).as_dict()
     payload = {
         "price_book": book.pk,
         "team": book.team_id,
@@ -825,7 +847,7 @@ def _record_published(book: PriceBook) -> None:
         "mode": book.mode,
         "based_on": book.based_on_id,
         "source": book.source,
-        **summary.as_dict(),
+        **summary_dict,
     }
     events.record(
         [

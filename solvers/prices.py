@@ -14,7 +14,8 @@ Order, highest first, for each price a document uses:
 
 Keys looked up in a book:
   accelerator unit price   kind "node" with the cluster's ``node`` preset (USD per node, divided by
-                           ``gpus_per_node``), else kind "accelerator" with the accelerator's catalog key
+                           ``gpus_per_node``) when the cluster's accelerator is that node's own, else kind
+                           "accelerator" with the accelerator's catalog key
   electricity              kind "electricity" with "site:<site scenario name>", else the site's region key
   cloud                    kind "cloud" with "<provider>:<accelerator key>", else the accelerator key
 
@@ -239,7 +240,10 @@ def _price_accelerator(document: dict[str, Any], sheet: PriceSheet) -> tuple[Pri
         )
     used: PriceUsed | None = None
     node_key = cluster.get("node") if isinstance(cluster.get("node"), str) else None
-    node_quote = sheet.lookup(kind=PRICE_NODE, keys=[node_key])
+    # A node's price is the price of its own accelerators: a cluster that names the node but another
+    # accelerator (a sweep over cluster.accelerator on a node-priced plan) is priced by that accelerator.
+    node_accelerator = catalog.NODES.get(node_key or "", {}).get("accelerator")
+    node_quote = sheet.lookup(kind=PRICE_NODE, keys=[node_key]) if node_accelerator == accel_key else None
     if node_quote is not None:
         gpus_per_node = cluster.get("gpus_per_node")
         if not isinstance(gpus_per_node, int) or gpus_per_node < 1:

@@ -32,7 +32,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product
 from typing import Any, TextIO
 
@@ -372,6 +372,10 @@ def sweep_point(plan: SweepPlan, index: int, *, pricing: prices.Pricing | None =
         row["pinned"] = pinned
     document = point_document(plan.request.scenario, point)
     if pricing is not None:
+        if "site.region" in point:
+            # The site's own price (a ``site:<name>`` key) is the price where the site is; a point that
+            # moves it to another region is billed at that region's price.
+            pricing = replace(pricing, site_name=None)
         document, provenance = pricing.apply(document)
         row["prices"] = provenance
     try:

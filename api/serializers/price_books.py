@@ -109,7 +109,8 @@ class PriceEntryInputSerializer(PriceEntrySerializer):
         attrs.pop("remove", None)
         if attrs.get("value") is None:
             raise serializers.ValidationError({"value": ["required (unless remove is true)"]})
-        problem = price_value_problem(kind, attrs["value"])
+        # A node price is checked against THAT node's accelerators (the service's rule, one copy).
+        problem = price_value_problem(kind, attrs["value"], attrs.get("key"))
         if problem is not None:
             raise serializers.ValidationError({"value": [problem]})
         expected = PRICE_UNITS[kind]

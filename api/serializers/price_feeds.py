@@ -70,7 +70,8 @@ class PriceFeedSerializer(serializers.ModelSerializer):
     source = serializers.CharField(  # type: ignore[assignment]
         max_length=2000,
         help_text="An http(s) URL (private, loopback and metadata addresses are refused) or an absolute "
-        "file path under a directory the operator lists in PRICE_FEED_DIRS.",
+        "file path under <dir>/<team slug>/ for a directory <dir> the operator lists in PRICE_FEED_DIRS "
+        "(the team's own directory; another team's file is refused).",
     )
     format = PriceFeedFormatField(
         choices=PRICE_FEED_FORMAT_CHOICES,

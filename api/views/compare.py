@@ -45,7 +45,12 @@ class CompareItemSerializer(serializers.Serializer):
         allow_null=True, help_text="solve, or search (its best layout's report is compared)."
     )
     solver_version = serializers.CharField(allow_null=True, help_text="The solver that made these figures.")
-    price_book_version = serializers.IntegerField(allow_null=True)
+    price_book_version = serializers.IntegerField(
+        allow_null=True, help_text="The global price book's version."
+    )
+    team_price_book_version = serializers.IntegerField(
+        allow_null=True, help_text="The version of the team's own price book, when it had one."
+    )
     created_at = serializers.DateTimeField(allow_null=True)
     current = serializers.BooleanField(
         allow_null=True,
@@ -168,7 +173,7 @@ class CompareView(AuthenticatedAPIView):
         plans = {
             plan.pk: plan
             for plan in Plan.objects.filter(pk__in=plan_ids, team_id__in=teams)
-            .select_related("latest_result", "latest_result__price_book")
+            .select_related("latest_result", "latest_result__price_book", "latest_result__team_price_book")
             .defer(*(f"latest_result__{name}" for name in UNUSED_RESULT_FIELDS))
             .annotate(**report_sections("latest_result__report"))
         }
@@ -185,7 +190,7 @@ class CompareView(AuthenticatedAPIView):
         rows = {
             result.pk: result
             for result in Result.objects.filter(pk__in=result_ids, team_id__in=teams)
-            .select_related("plan", "price_book")
+            .select_related("plan", "price_book", "team_price_book")
             .only(
                 "id",
                 "plan_id",
@@ -194,6 +199,7 @@ class CompareView(AuthenticatedAPIView):
                 "solver_version",
                 "created_at",
                 "price_book__version",
+                "team_price_book__version",
                 "plan__id",
                 "plan__name",
             )
@@ -258,6 +264,9 @@ def _item(*, plan_id: int, plan_name: str, result: Result | None, sections: Any)
         result_version=None if result is None else result.version,
         solver_version=None if result is None else result.solver_version,
         price_book_version=None if result is None or result.price_book is None else result.price_book.version,
+        team_price_book_version=None
+        if result is None or result.team_price_book is None
+        else result.team_price_book.version,
         created_at=None if result is None else result.created_at,
         report=None
         if result is None

@@ -7,6 +7,7 @@ from typing import Any
 
 import django_filters
 from django.db.models import Q, QuerySet
+from django.db.models.expressions import RawSQL
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, viewsets
@@ -36,6 +37,19 @@ def event_pk(public_id: str, *, name: str) -> int:
     return int(pk)
 
 
+# The tail shows an event only once no transaction still open can commit one with a lower id, or a client
+# reading forward from the newest event it saw would skip that one for good. Ids are taken when a row is
+# written and ``created_at`` is the database clock at that moment; an open transaction that has written
+# anything started at or after the oldest ``xact_start`` of such transactions, so every id it holds or will
+# take is higher than those of events written before then. One second of margin covers the microseconds
+# between a row's clock reading and its id. (The service's role must see its own sessions in
+# pg_stat_activity, which it always does; webhooks use the dispatcher's own horizon instead.)
+SETTLED_BEFORE_SQL = (
+    "(SELECT COALESCE(MIN(xact_start), clock_timestamp()) FROM pg_stat_activity "
+    "WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid()) - interval '1 second'"
+)
+
+
 class EventFilter(django_filters.FilterSet):
     plan = IdFilter(field_name="plan_id")
     team = IdFilter(field_name="team_id")
@@ -47,7 +61,8 @@ class EventFilter(django_filters.FilterSet):
     after = django_filters.CharFilter(
         method="filter_after",
         max_length=40,
-        label="Tail the feed: only events newer than this event id (evt_...), oldest first.",
+        label="Tail the feed: only events newer than this event id (evt_...), oldest first; an event shows "
+        "here once no transaction still open could commit an older one (about a second after it is written).",
     )
 
     class Meta:
@@ -55,7 +70,9 @@ class EventFilter(django_filters.FilterSet):
         fields: tuple[str, ...] = ()
 
     def filter_after(self, qs: QuerySet[Any], name: str, value: str) -> QuerySet[Any]:
-        return qs.filter(pk__gt=event_pk(value, name="after")) if value else qs
+        if not value:
+            return qs
+        return qs.filter(pk__gt=event_pk(value, name="after"), created_at__lt=RawSQL(SETTLED_BEFORE_SQL, []))
 
 
 class EventCursorPagination(CursorPagination):

@@ -36,7 +36,8 @@ class PriceFeedViewSet(
     viewsets.GenericViewSet,
 ):
     """Your teams' price feeds (members read, editors write). A feed reads its ``source`` (an http(s) URL,
-    or a file path under a directory the operator lists in ``PRICE_FEED_DIRS``) on its ``schedule`` (a
+    or a file path under ``<dir>/<team slug>/`` for a directory ``<dir>`` the operator lists in
+    ``PRICE_FEED_DIRS``: the team's own directory, never another team's file) on its ``schedule`` (a
     django-celery-beat row, also editable in the admin): changed content publishes the next version of the
     team's price book with the feed's ``mode`` (re-running the plans whose prices it changes), unchanged
     content publishes nothing, malformed content is refused whole (``last_error`` names the row and the

@@ -5,6 +5,8 @@ import django.utils.timezone
 import uuid
 from django.db import migrations, models
 
+import scenarios.models
+
 # Events are never changed (a team deleted with its events is the one way they go).
 IMMUTABLE = (
     "CREATE TRIGGER scenarios_event_immutable BEFORE UPDATE ON scenarios_event "
@@ -16,20 +18,20 @@ RUN_EVENTS = """
 CREATE OR REPLACE FUNCTION scenarios_run_events() RETURNS trigger AS $$
 BEGIN
     IF NEW.status = 'failed' THEN
-        INSERT INTO scenarios_event (uid, team_id, kind, plan_id, run_id, result_id, payload, dedupe_key, created_at)
+        INSERT INTO scenarios_event (uid, team_id, kind, plan_id, run_id, result_id, payload, dedupe_key)
         VALUES (gen_random_uuid(), NEW.team_id, 'run.failed', NEW.plan_id, NEW.id, NULL,
                 jsonb_build_object('run', NEW.id, 'plan', NEW.plan_id, 'kind', NEW.kind, 'trigger', NEW.trigger,
                                    'attempts', NEW.attempts, 'error', left(NEW.error, 2000)),
-                'run.failed:' || NEW.id, now())
+                'run.failed:' || NEW.id)
         ON CONFLICT (dedupe_key) DO NOTHING;
     END IF;
     IF NEW.kind IN ('search', 'sweep') AND NEW.status IN ('succeeded', 'failed') THEN
-        INSERT INTO scenarios_event (uid, team_id, kind, plan_id, run_id, result_id, payload, dedupe_key, created_at)
+        INSERT INTO scenarios_event (uid, team_id, kind, plan_id, run_id, result_id, payload, dedupe_key)
         VALUES (gen_random_uuid(), NEW.team_id, 'job.finished', NEW.plan_id, NEW.id, NEW.result_id,
                 jsonb_build_object('run', NEW.id, 'plan', NEW.plan_id, 'kind', NEW.kind, 'status', NEW.status,
                                    'result', NEW.result_id, 'points_done', NEW.points_done,
                                    'points_total', NEW.points_total),
-                'job.finished:' || NEW.id, now())
+                'job.finished:' || NEW.id)
         ON CONFLICT (dedupe_key) DO NOTHING;
     END IF;
     RETURN NEW;
@@ -66,7 +68,7 @@ class Migration(migrations.Migration):
                 ('result_id', models.BigIntegerField(blank=True, null=True)),
                 ('payload', models.JSONField(default=dict)),
                 ('dedupe_key', models.CharField(blank=True, max_length=200, null=True, unique=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('created_at', models.DateTimeField(db_default=scenarios.models.ClockTimestamp())),
                 ('team', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='scenarios.team')),
             ],
             options={

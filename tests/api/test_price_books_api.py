@@ -144,6 +144,8 @@ def test_every_kinds_limit_is_the_solvers_and_is_documented(world: World) -> Non
             kind
         ]
         low, high = price_limits(kind)
+        if kind == "node":  # the per-accelerator limit times THAT node's accelerators (8 in a DGX H100)
+            low, high = (bound * 8 for bound in price_limits("accelerator"))
         for refused in (high * 1.01, low - 0.01):
             found = errors(publish(world, [{"kind": kind, "key": key, "value": refused}]))
             assert list(found) == ["entries[0].value"], (kind, refused)
@@ -152,6 +154,24 @@ def test_every_kinds_limit_is_the_solvers_and_is_documented(world: World) -> Non
     value = schema["components"]["schemas"]["PriceEntryInputRequest"]["properties"]["value"]
     assert value["maximum"] == max(price_limits(kind)[1] for kind in PRICE_KINDS)
     assert "electricity 0 to 10 usd_per_kwh" in value["description"]
+
+
+def test_a_node_price_the_solver_refuses_for_that_node_is_400(world: World) -> None:
+    """1e11 USD for a DGX H100 (8 accelerators) is 1.25e10 per accelerator: the solver refuses it, so the
+    publish does (the entry path and the node's limit), instead of every later run of a dgx-h100 plan."""
+    found = errors(publish(world, [H100, {"kind": "node", "key": "dgx-h100", "value": 1e11}]))
+    assert list(found) == ["entries[1].value"]
+    message = found["entries[1].value"]
+    assert message.startswith("must be from 0 to 800,000,000 usd for the node 'dgx-h100'"), message
+    assert "8 accelerators" in message and "0 to 100,000,000 usd per accelerator" in message
+    book = created(publish(world, [{"kind": "node", "key": "dgx-h100", "value": 8e8}]))
+    assert [(e["kind"], e["key"], e["value"]) for e in book["entries"]] == [("node", "dgx-h100", 8e8)]
+
+
+def test_a_cloud_key_with_an_empty_provider_is_400(world: World) -> None:
+    found = errors(publish(world, [CLOUD, {"kind": "cloud", "key": ":h100-sxm", "value": 2.5}]))
+    assert list(found) == ["entries[1].key"]
+    assert found["entries[1].key"].startswith("the provider before ':' is empty")
 
 
 def test_remove_through_the_api(world: World) -> None:

@@ -25,6 +25,8 @@ URL = "/api/v1/price-feeds/"
 def feed_dir(tmp_path: Path, settings: Any) -> Path:
     directory = tmp_path / "feeds"
     directory.mkdir()
+    for slug in ("alpha", "beta"):  # each team's own directory (<dir>/<team slug>/), the only one it reads
+        (directory / slug).mkdir()
     settings.PRICE_FEED_DIRS = [str(directory)]
     return directory
 
@@ -37,7 +39,7 @@ def errors(response: Any) -> dict[str, str]:
 def create(world: World, feed_dir: Path, **body: Any) -> Any:
     payload = {
         "name": "distributor",
-        "source": str(feed_dir / "prices.csv"),
+        "source": str(feed_dir / "alpha" / "prices.csv"),
         "schedule": {"every_s": 3600},
         **body,
     }
@@ -133,6 +135,28 @@ def test_members_read_editors_write_and_another_team_sees_nothing(world: World, 
     assert PeriodicTask.objects.filter(task=feeds.POLL_TASK).count() == 2
 
 
+def test_a_team_cannot_register_a_feed_on_another_teams_file(world: World, feed_dir: Path) -> None:
+    alpha_file = feed_dir / "alpha" / "prices.csv"
+    alpha_file.write_text(V1_CSV)
+    (feed_dir / "beta" / "prices.csv").write_text(V1_CSV)
+    body = {"name": "b", "schedule": {"every_s": 3600}}
+    for source in (str(alpha_file), str(feed_dir / "beta" / ".." / "alpha" / "prices.csv")):
+        refused = world.mallory.client.post(URL, {**body, "source": source}, format="json")
+        found = errors(refused)  # 400
+        assert list(found) == ["source"]
+        assert f"is not under the team's own directory ({feed_dir}/beta/)" in found["source"]
+    assert not PriceFeed.objects.exists()
+    made = world.mallory.client.post(
+        URL, {**body, "source": str(feed_dir / "beta" / "prices.csv")}, format="json"
+    )
+    assert made.status_code == 201, made.content
+    moved = world.mallory.client.patch(
+        f"{URL}{made.json()['id']}/", {"source": str(alpha_file)}, format="json"
+    )
+    assert "is not under the team's own directory" in errors(moved)["source"]
+    assert PriceFeed.objects.get().source == str(feed_dir / "beta" / "prices.csv")
+
+
 def test_global_feeds_are_not_in_the_team_api(world: World, feed_dir: Path) -> None:
     glob = feeds.feed_create(team=None, user=None, name="list", source=str(feed_dir / "g.csv"), schedule=None)
     assert world.alice.client.get(URL).json()["results"] == []
@@ -149,7 +173,7 @@ def test_global_feeds_are_not_in_the_team_api(world: World, feed_dir: Path) -> N
 def test_sources_and_schedules_are_checked_at_creation(world: World, feed_dir: Path, settings: Any) -> None:
     settings.OUTBOUND_ALLOWED_HOSTS = []
     assert (
-        "is not under a directory of PRICE_FEED_DIRS"
+        "is not under the team's own directory"
         in errors(create(world, feed_dir, source="/etc/passwd"))["source"]
     )
     private = errors(create(world, feed_dir, source="http://192.168.1.10/prices.csv"))["source"]
@@ -170,7 +194,7 @@ def test_sources_and_schedules_are_checked_at_creation(world: World, feed_dir: P
     feed_id = PriceFeed.objects.get().pk
     patched = world.carol.client.patch(f"{URL}{feed_id}/", {"source": "/etc/shadow"}, format="json")
     assert "source" in errors(patched)
-    assert PriceFeed.objects.get().source == str(feed_dir / "prices.csv")
+    assert PriceFeed.objects.get().source == str(feed_dir / "alpha" / "prices.csv")
     assert PeriodicTask.objects.filter(task=feeds.POLL_TASK).count() == 1
 
 

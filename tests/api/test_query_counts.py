@@ -81,8 +81,9 @@ LISTS = [
 # Pinned: authentication (token + user), the caller's roles, the page count, the page.
 EXPECTED_LIST_QUERIES = 4
 # Results also say whether each is current (scenarios.currency): the results' provenance, their plans, the
-# newest price books and, since a book here is newer than the results, that book's entries.
-EXPECTED_QUERIES_BY_LIST = {"/api/v1/results/": EXPECTED_LIST_QUERIES + 4}
+# newest price books, their entries, the options of search and sweep jobs, and (these results being stale)
+# the three parts' revision documents they used.
+EXPECTED_QUERIES_BY_LIST = {"/api/v1/results/": EXPECTED_LIST_QUERIES + 7}
 
 
 @pytest.mark.parametrize("url", LISTS)
@@ -133,8 +134,9 @@ def plans_with_results(world: World, n: int) -> list[int]:
 
 
 # Pinned: authentication (token + user), the caller's roles, the plans with their latest results, and
-# whether those results are current (their provenance, their plans, the newest price books).
-EXPECTED_COMPARE_QUERIES = 6
+# whether those results are current (their provenance, their plans, the newest price books and their
+# entries, the options of jobs, and the revision documents of stale results: see EXPECTED_QUERIES_BY_LIST).
+EXPECTED_COMPARE_QUERIES = 9
 
 
 def test_compare_of_2_and_10_plans_costs_the_same_queries(world: World) -> None:

@@ -170,6 +170,7 @@ def test_a_cloud_price_shows_in_compare_and_its_csv(world: World) -> None:
     solve_plan(plan)
     after = compare(world, f"plans={plan.pk}")["items"][0]
     assert after["current"] is True and after["cloud_usd_per_gpu_hour"] == 2.5
+    assert (before["team_price_book_version"], after["team_price_book_version"]) == (None, 1)
     assert after["values"]["tco.cloud_usd"]["value"] > 0
     response = world.alice.client.get(f"/api/v1/compare/?plans={plan.pk}&format=csv")
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
@@ -189,11 +190,39 @@ def test_a_result_made_stale_by_a_scenario_edit_is_flagged(world: World) -> None
     assert any("cluster revision 2" in flag for flag in row["flags"])
     listed = world.alice.client.get(f"/api/v1/results/?plan={plan.pk}").json()["results"][0]
     assert listed["current"] is False and listed["stale_reasons"][0].startswith("the plan now solves cluster")
-    # A training edit of the plan itself makes it stale too; a rename does not.
+    # Back to the first document: a run would find this very result again, so it is current again.
+    services.scenario_update(scenario=plan.cluster, user=None, document=copy.deepcopy(f.CLUSTER_DOC))
+    assert world.alice.client.get(f"/api/v1/results/{result.pk}/").json()["current"] is True
+    # A rename changes nothing a run rests on; a training edit does.
     services.plan_update(plan=plan, user=None, name="renamed")
+    assert world.alice.client.get(f"/api/v1/results/{result.pk}/").json()["current"] is True
     services.plan_update(plan=plan, user=None, training={**f.TRAINING, "total_tokens": 2.0e12})
     reasons = world.alice.client.get(f"/api/v1/results/{result.pk}/").json()["stale_reasons"]
-    assert "the plan's inputs were edited after this result" in reasons
+    assert reasons == [
+        "the plan's inputs changed since this result (training, economics or a part's document)"
+    ]
+
+
+def test_a_renamed_site_whose_own_price_no_longer_applies_makes_its_result_stale(world: World) -> None:
+    plan = make_plan(world)
+    publish(world.alpha, {"kind": "electricity", "key": f"site:{plan.site.name}", "value": 0.40})
+    result = solve_plan(plan)
+    assert result.prices["site.electricity_usd_per_kwh"]["value"] == 0.40
+    services.scenario_update(scenario=plan.site, user=None, name="renamed site")
+    detail = world.alice.client.get(f"/api/v1/results/{result.pk}/").json()
+    assert detail["current"] is False
+    assert detail["stale_reasons"][0].startswith("the prices the plan would be solved with now differ")
+
+
+def test_a_sweep_is_stale_once_a_book_changes_a_price_one_of_its_points_used(
+    world: World, monkeypatch
+) -> None:
+    plan = make_plan(world)
+    sweep = sweep_plan(plan, monkeypatch)
+    assert world.alice.client.get(f"/api/v1/results/{sweep.pk}/").json()["current"] is True
+    publish(world.alpha, {"kind": "electricity", "key": "germany", "value": 2.0})
+    detail = world.alice.client.get(f"/api/v1/results/{sweep.pk}/").json()
+    assert detail["current"] is False and "sweep is keyed by the books" in detail["stale_reasons"][0]
 
 
 def test_a_price_book_that_does_not_touch_a_plan_leaves_its_result_current(world: World) -> None:

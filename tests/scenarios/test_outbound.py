@@ -23,6 +23,8 @@ from scenarios import outbound
         ("http://0.0.0.0/", "unspecified"),
         ("http://224.0.0.1/", "multicast"),
         ("http://2130706433/", "loopback"),  # 127.0.0.1 as one decimal number
+        ("http://[fec0::1]/", "site-local"),
+        ("http://[2002:a00:1::]/", "private"),  # 6to4 of 10.0.0.1
     ],
 )
 def test_private_loopback_link_local_and_metadata_addresses_are_refused(settings, url: str, why: str) -> None:

@@ -213,6 +213,50 @@ def test_prices_outside_the_solvers_limits_are_refused_with_the_limit() -> None:
     assert entries_of(book) == {("electricity", "quebec"): 10.0}
 
 
+def test_a_node_price_is_checked_against_that_nodes_accelerators() -> None:
+    """A node price reaches the solver divided by the node's gpus_per_node: 1e11 USD for an 8-GPU DGX H100
+    is 1.25e10 USD per accelerator, above the solver's 1e8, so it is refused at the publish (not at every
+    run of a dgx-h100 plan), with the entry path and the node's own limit."""
+    from solvers import catalog
+    from solvers.prices import price_limits
+
+    team = make_team()
+    assert catalog.NODES["dgx-h100"]["gpus_per_node"] == 8
+    assert price_limits("accelerator")[1] == 100_000_000
+    with pytest.raises(ValidationError) as err:
+        publish(team, [H100_OVERRIDE, {"kind": "node", "key": "dgx-h100", "value": 1e11}])
+    assert list(errors_of(err)) == ["entries[1].value"]
+    message = errors_of(err)["entries[1].value"][0]
+    assert message.startswith("must be from 0 to 800,000,000 usd for the node 'dgx-h100'"), message
+    assert "8 accelerators" in message and "cluster.accelerator.unit_price_usd" in message
+    assert "0 to 100,000,000 usd per accelerator" in message
+    assert not PriceBook.objects.filter(team=team).exists()
+    # The node's own bound (8 x 1e8) is accepted; a larger node has a larger bound.
+    book = publish(team, [{"kind": "node", "key": "dgx-h100", "value": 8e8}])
+    assert entries_of(book) == {("node", "dgx-h100"): 8e8}
+    with pytest.raises(ValidationError) as err:
+        publish(team, [{"kind": "node", "key": "dgx-h100", "value": 8e8 + 100}])
+    assert "entries[0].value" in errors_of(err)
+    assert catalog.NODES["gb200-nvl72"]["gpus_per_node"] == 72
+    publish(team, [{"kind": "node", "key": "gb200-nvl72", "value": 7.2e9}])
+
+
+def test_a_cloud_key_with_an_empty_provider_is_refused() -> None:
+    team = make_team()
+    with pytest.raises(ValidationError) as err:
+        publish(team, [CLOUD_ONLY, {"kind": "cloud", "key": ":h100-sxm", "value": 2.5}])
+    assert list(errors_of(err)) == ["entries[1].key"]
+    message = errors_of(err)["entries[1].key"][0]
+    assert message.startswith("the provider before ':' is empty"), message
+    assert "'h100-sxm' alone" in message
+    with pytest.raises(ValidationError) as err:
+        publish(None, [{"kind": "cloud", "key": " :h100-sxm ", "value": 2.5}])
+    assert "the provider before ':' is empty" in errors_of(err)["entries[0].key"][0]
+    assert not PriceBook.objects.exists()
+    book = publish(team, [{"kind": "cloud", "key": "aws:h100-sxm", "value": 2.5}, CLOUD_ONLY])
+    assert set(entries_of(book)) == {("cloud", "aws:h100-sxm"), ("cloud", "h100-sxm")}
+
+
 def test_changes_and_plans_to_rerun_use_the_fan_outs_rule() -> None:
     team = make_team()
     moved = make_plan(team=team)  # H100

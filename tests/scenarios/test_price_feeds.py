@@ -107,6 +107,13 @@ def feed_dir(tmp_path: Path, settings: Any) -> Path:
     return directory
 
 
+def team_dir(feed_dir: Path, team: Any) -> Path:
+    """The team's own directory of PRICE_FEED_DIRS (``<dir>/<team slug>/``), the only one its feeds read."""
+    directory = feed_dir / team.slug
+    directory.mkdir(exist_ok=True)
+    return directory
+
+
 def failed_events(feed: PriceFeed) -> list[Event]:
     return list(Event.objects.filter(kind=EVENT_PRICE_FEED_FAILED, payload__feed=feed.pk).order_by("id"))
 
@@ -131,7 +138,7 @@ def test_a_changed_file_publishes_the_next_version_and_re_runs_the_plans(
 ) -> None:
     team = make_team()
     plan = make_plan(team=team)
-    path = feed_dir / "prices.csv"
+    path = team_dir(feed_dir, team) / "prices.csv"
     path.write_text(V1_CSV)
     feed = feeds.feed_create(
         team=team, user=None, name="distributor", source=str(path), schedule={"every_s": 3600}
@@ -172,7 +179,7 @@ def test_a_changed_file_publishes_the_next_version_and_re_runs_the_plans(
 
 def test_unchanged_content_publishes_nothing_and_records_the_check(feed_dir: Path) -> None:
     team = make_team()
-    path = feed_dir / "prices.csv"
+    path = team_dir(feed_dir, team) / "prices.csv"
     path.write_text(V1_CSV)
     feed = feeds.feed_create(team=team, user=None, name="f", source=str(path), schedule={"every_s": 600})
     assert feeds.poll(feed_id=feed.pk).status == "published"
@@ -190,7 +197,7 @@ def test_unchanged_content_publishes_nothing_and_records_the_check(feed_dir: Pat
 
 def test_malformed_content_is_refused_whole_and_the_book_stays(feed_dir: Path) -> None:
     team = make_team()
-    path = feed_dir / "prices.csv"
+    path = team_dir(feed_dir, team) / "prices.csv"
     path.write_text(V1_CSV)
     feed = feeds.feed_create(team=team, user=None, name="f", source=str(path), schedule={"every_s": 600})
     in_force = book_of(feeds.poll(feed_id=feed.pk))
@@ -233,11 +240,10 @@ def test_malformed_content_is_refused_whole_and_the_book_stays(feed_dir: Path) -
     ],
 )
 def test_content_that_is_not_a_price_file_is_refused(feed_dir: Path, body: str | bytes, message: str) -> None:
-    path = feed_dir / "prices.csv"
+    team = make_team()
+    path = team_dir(feed_dir, team) / "prices.csv"
     path.write_bytes(body.encode() if isinstance(body, str) else body)
-    feed = feeds.feed_create(
-        team=make_team(), user=None, name="f", source=str(path), schedule={"every_s": 600}
-    )
+    feed = feeds.feed_create(team=team, user=None, name="f", source=str(path), schedule={"every_s": 600})
     outcome = feeds.poll(feed_id=feed.pk)
     assert (outcome.status, outcome.errors[0][: len(message)]) == ("refused", message)
     assert not PriceBook.objects.exists()
@@ -245,11 +251,10 @@ def test_content_that_is_not_a_price_file_is_refused(feed_dir: Path, body: str |
 
 def test_a_file_larger_than_the_limit_is_refused(feed_dir: Path, settings: Any) -> None:
     settings.PRICE_FEED_MAX_BYTES = 64
-    path = feed_dir / "prices.csv"
+    team = make_team()
+    path = team_dir(feed_dir, team) / "prices.csv"
     path.write_text(V1_CSV + "accelerator,a100-sxm-80gb,9000\n" * 5)
-    feed = feeds.feed_create(
-        team=make_team(), user=None, name="f", source=str(path), schedule={"every_s": 600}
-    )
+    feed = feeds.feed_create(team=team, user=None, name="f", source=str(path), schedule={"every_s": 600})
     outcome = feeds.poll(feed_id=feed.pk)
     assert outcome.status == "refused"
     assert outcome.errors == ("the source is larger than 64 bytes",)
@@ -257,12 +262,12 @@ def test_a_file_larger_than_the_limit_is_refused(feed_dir: Path, settings: Any) 
 
 
 def test_a_missing_file_is_unreachable(feed_dir: Path) -> None:
-    feed = feeds.feed_create(
-        team=make_team(), user=None, name="f", source=str(feed_dir / "later.csv"), schedule={"every_s": 600}
-    )
+    team = make_team()
+    later = team_dir(feed_dir, team) / "later.csv"
+    feed = feeds.feed_create(team=team, user=None, name="f", source=str(later), schedule={"every_s": 600})
     outcome = feeds.poll(feed_id=feed.pk)
     assert outcome.status == "unreachable"
-    assert outcome.errors == (f"{feed_dir / 'later.csv'}: no such file",)
+    assert outcome.errors == (f"{later}: no such file",)
 
 
 # --- the file-path rule -----------------------------------------------------------------------------
@@ -270,15 +275,19 @@ def test_a_missing_file_is_unreachable(feed_dir: Path) -> None:
 
 def test_file_paths_outside_price_feed_dirs_are_refused_at_creation(feed_dir: Path, tmp_path: Path) -> None:
     team = make_team()
+    own = team_dir(feed_dir, team)
     outside = tmp_path / "secret.csv"
     outside.write_text(V1_CSV)
-    (feed_dir / "link.csv").symlink_to(outside)
+    (own / "link.csv").symlink_to(outside)
+    (feed_dir / "shared.csv").write_text(V1_CSV)
     cases = {
-        "/etc/passwd": "is not under a directory of PRICE_FEED_DIRS",
-        str(outside): "is not under a directory of PRICE_FEED_DIRS",
-        f"{feed_dir}/../secret.csv": "is not under a directory of PRICE_FEED_DIRS",
-        str(feed_dir / "link.csv"): "is not under a directory of PRICE_FEED_DIRS",
-        str(feed_dir): "is not under a directory of PRICE_FEED_DIRS",
+        "/etc/passwd": "is not under the team's own directory",
+        str(outside): "is not under the team's own directory",
+        f"{own}/../../secret.csv": "is not under the team's own directory",
+        str(own / "link.csv"): "is not under the team's own directory",
+        str(own): "is not under the team's own directory",
+        str(feed_dir): "is not under the team's own directory",
+        str(feed_dir / "shared.csv"): f"reads only files under <dir>/{team.slug}/",
         "prices.csv": "must be an http(s) URL or an absolute file path",
         f"file://{feed_dir}/prices.csv": "not a file: URL",
         "ftp://127.0.0.1/prices.csv": "not a ftp: URL",
@@ -287,10 +296,10 @@ def test_file_paths_outside_price_feed_dirs_are_refused_at_creation(feed_dir: Pa
         with pytest.raises(ValidationError) as caught:
             feeds.feed_create(team=team, user=None, name="f", source=source, schedule={"every_s": 600})
         assert reason in caught.value.message_dict["source"][0], source
-    os.mkfifo(feed_dir / "pipe.csv")
+    os.mkfifo(own / "pipe.csv")
     with pytest.raises(ValidationError, match="is not a regular file"):
         feeds.feed_create(
-            team=team, user=None, name="f", source=str(feed_dir / "pipe.csv"), schedule={"every_s": 600}
+            team=team, user=None, name="f", source=str(own / "pipe.csv"), schedule={"every_s": 600}
         )
     assert not PriceFeed.objects.exists()
     assert not PeriodicTask.objects.filter(task=feeds.POLL_TASK).exists()
@@ -306,16 +315,150 @@ def test_without_price_feed_dirs_no_file_path_is_accepted(tmp_path: Path, settin
 
 
 def test_the_path_rule_is_checked_again_at_every_read(feed_dir: Path, settings: Any) -> None:
-    path = feed_dir / "prices.csv"
+    team = make_team()
+    path = team_dir(feed_dir, team) / "prices.csv"
     path.write_text(V1_CSV)
-    feed = feeds.feed_create(
-        team=make_team(), user=None, name="f", source=str(path), schedule={"every_s": 600}
-    )
+    feed = feeds.feed_create(team=team, user=None, name="f", source=str(path), schedule={"every_s": 600})
     settings.PRICE_FEED_DIRS = ["/nonexistent-feed-dir"]
     outcome = feeds.poll(feed_id=feed.pk)
     assert outcome.status == "unreachable"
-    assert "is not under a directory of PRICE_FEED_DIRS" in outcome.errors[0]
+    assert "is not under the team's own directory (/nonexistent-feed-dir/" in outcome.errors[0]
     assert not PriceBook.objects.exists()
+
+
+ALPHA_SECRET_CSV = "kind,key,value,source\naccelerator,h100-sxm,17777,alpha's confidential quote\n"
+
+
+def test_a_team_cannot_create_or_poll_a_feed_on_another_teams_file(feed_dir: Path) -> None:
+    alpha, beta = make_team("alpha-feeds"), make_team("beta-feeds")
+    secret = team_dir(feed_dir, alpha) / "prices.csv"
+    secret.write_text(ALPHA_SECRET_CSV)
+    (team_dir(feed_dir, beta) / "prices.csv").write_text(V1_CSV)
+    # Not at creation, not through '..', not by an edit of beta's own feed.
+    for source in (str(secret), f"{feed_dir}/beta-feeds/../alpha-feeds/prices.csv"):
+        with pytest.raises(ValidationError) as caught:
+            feeds.feed_create(team=beta, user=None, name="x", source=source, schedule={"every_s": 600})
+        reason = caught.value.message_dict["source"][0]
+        assert f"is not under the team's own directory ({feed_dir}/beta-feeds/)" in reason
+        assert "reads only files under <dir>/beta-feeds/" in reason
+    own = feeds.feed_create(
+        team=beta, user=None, name="own", source=str(feed_dir / "beta-feeds/prices.csv"), schedule=None
+    )
+    with pytest.raises(ValidationError, match="is not under the team's own directory"):
+        feeds.feed_update(feed=own, source=str(secret))
+    # Alpha itself may read it; a global feed (the operator's) may read anywhere under PRICE_FEED_DIRS.
+    feeds.feed_create(team=alpha, user=None, name="a", source=str(secret), schedule=None)
+    feeds.feed_create(team=None, user=None, name="g", source=str(secret), schedule=None)
+
+    # A feed on alpha's file that reached the database (registered before the rule) is refused at read.
+    stale = PriceFeed.objects.create(team=beta, name="stale", source=str(secret))
+    outcome = feeds.poll(feed_id=stale.pk, force=True)
+    assert outcome.status == "unreachable"
+    assert outcome.errors[0].startswith(f"refused: {secret} is not under the team's own directory")
+    assert not PriceBook.objects.exists()
+    (event,) = failed_events(stale)
+    assert "17777" not in json.dumps(event.payload) and "confidential" not in json.dumps(event.payload)
+
+
+def test_a_symbolic_link_swapped_in_after_creation_is_refused_at_read(feed_dir: Path) -> None:
+    alpha, beta = make_team("alpha-feeds"), make_team("beta-feeds")
+    secret = team_dir(feed_dir, alpha) / "prices.csv"
+    secret.write_text(ALPHA_SECRET_CSV)
+    path = team_dir(feed_dir, beta) / "prices.csv"
+    path.write_text(V1_CSV)
+    feed = feeds.feed_create(team=beta, user=None, name="f", source=str(path), schedule={"every_s": 600})
+    assert feeds.poll(feed_id=feed.pk).status == "published"
+
+    path.unlink()
+    path.symlink_to(secret)
+    outcome = feeds.poll(feed_id=feed.pk)
+    assert outcome.status == "unreachable"
+    assert outcome.errors[0].startswith(f"refused: {path} is not under the team's own directory")
+    # beta's directory itself swapped for a link to alpha's: refused too (the real path is alpha's).
+    beta_dir = feed_dir / "beta-feeds"
+    beta_dir.rename(feed_dir / "beta-feeds.old")
+    beta_dir.symlink_to(feed_dir / "alpha-feeds")
+    outcome = feeds.poll(feed_id=feed.pk)
+    assert outcome.status == "unreachable" and "is not under the team's own directory" in outcome.errors[0]
+    # Only the first (beta's own) content was ever published; alpha's price never reached beta's book.
+    (book,) = PriceBook.objects.filter(team=beta)
+    assert prices(book)[("accelerator", "h100-sxm")] == 21000.0
+
+
+@pytest.mark.parametrize("proc", [True, False], ids=["proc-fd", "fstat-fallback"])
+def test_a_directory_swapped_between_the_check_and_the_open_is_refused(
+    feed_dir: Path, monkeypatch: pytest.MonkeyPatch, proc: bool
+) -> None:
+    """The race the path check alone cannot close: a directory on the way becomes a link to another team's
+    directory after ``allowed_path`` said yes and before the open (O_NOFOLLOW guards the last component
+    only). The file opened is checked (its /proc/self/fd path, else its device and inode and the path's
+    real path) before a byte is read."""
+    alpha, beta = make_team("alpha-feeds"), make_team("beta-feeds")
+    (team_dir(feed_dir, alpha) / "prices.csv").write_text(ALPHA_SECRET_CSV)
+    sub = team_dir(feed_dir, beta) / "sub"
+    sub.mkdir()
+    (sub / "prices.csv").write_text(V1_CSV)
+    feed = feeds.feed_create(
+        team=beta, user=None, name="f", source=str(sub / "prices.csv"), schedule={"every_s": 600}
+    )
+    checked = feeds.allowed_path
+
+    def check_then_swap(source: str, *, team: Any) -> Path:
+        resolved = checked(source, team=team)
+        sub.rename(sub.with_name("sub.old"))
+        sub.symlink_to(feed_dir / "alpha-feeds")
+        return resolved
+
+    monkeypatch.setattr(feeds, "allowed_path", check_then_swap)
+    if not proc:
+        monkeypatch.setattr(feeds, "_opened_path", lambda fd: None)
+    outcome = feeds.poll(feed_id=feed.pk)
+    assert outcome.status == "unreachable"
+    assert outcome.errors[0] == (
+        f"refused: {sub / 'prices.csv'} changed while it was opened: the file opened is not under the "
+        f"team's own directory ({feed_dir}/beta-feeds/)"
+    )
+    assert not PriceBook.objects.exists()
+
+
+def test_a_global_feeds_failure_event_names_the_feed_and_its_status_only(
+    feed_dir: Path, price_server: PriceServer
+) -> None:
+    """A global feed's event is seen by every team (and sent to every team's webhooks): no source, no error
+    text. The operator reads both in the admin (``last_error``). A team feed's event keeps them."""
+    path = feed_dir / "operator" / "list-prices.csv"
+    path.parent.mkdir()
+    path.write_text(BAD_CSV)
+    refused = feeds.feed_create(team=None, user=None, name="list", source=str(path), schedule=None)
+    assert feeds.poll(feed_id=refused.pk).status == "refused"
+    secret_url = price_server.url("/operator-token-abc123/prices.csv")
+    price_server.serve("/operator-token-abc123/prices.csv", "busy", status=503)
+    down = feeds.feed_create(team=None, user=None, name="upstream", source=secret_url, schedule=None)
+    assert feeds.poll(feed_id=down.pk).status == "unreachable"
+
+    for feed, status in ((refused, "refused"), (down, "unreachable")):
+        (event,) = failed_events(feed)
+        assert event.team_id is None
+        assert event.payload == {
+            "feed": feed.pk,
+            "name": feed.name,
+            "status": status,
+            "detail": "the global price feed failed; see the admin for details",
+        }
+        text = json.dumps(event.payload)
+        assert str(path) not in text and "operator-token-abc123" not in text and "row 3" not in text
+        feed.refresh_from_db()
+        assert feed.last_error  # the details stay for the operator
+    # A team feed's event carries its source and errors for that team.
+    team = make_team()
+    own = team_dir(feed_dir, team) / "prices.csv"
+    own.write_text(BAD_CSV)
+    team_feed = feeds.feed_create(team=team, user=None, name="t", source=str(own), schedule=None)
+    feeds.poll(feed_id=team_feed.pk)
+    (event,) = failed_events(team_feed)
+    assert event.team_id == team.pk
+    assert (event.payload["source"], event.payload["status"]) == (str(own), "refused")
+    assert event.payload["errors"][0].startswith("row 3: value: ")
 
 
 # --- URL feeds --------------------------------------------------------------------------------------
@@ -444,10 +587,9 @@ def test_private_addresses_are_refused_at_creation_and_at_poll_time(
 
 
 def test_the_schedule_is_a_beat_row_running_the_poll_with_the_feed_id(feed_dir: Path) -> None:
-    path = feed_dir / "prices.csv"
-    feed = feeds.feed_create(
-        team=make_team(), user=None, name="f", source=str(path), schedule={"every_s": 3600}
-    )
+    team = make_team()
+    path = team_dir(feed_dir, team) / "prices.csv"
+    feed = feeds.feed_create(team=team, user=None, name="f", source=str(path), schedule={"every_s": 3600})
     task = PeriodicTask.objects.get(pk=feed.schedule_id)
     assert (task.task, json.loads(task.args), task.enabled) == ("scenarios.poll_price_feed", [feed.pk], True)
     assert (task.interval.every, task.interval.period, task.crontab) == (3600, "seconds", None)
@@ -484,9 +626,9 @@ def test_bad_schedules_are_refused_with_the_field(schedule: dict[str, Any], path
 
 
 def test_a_poll_of_a_deleted_feed_removes_its_orphaned_schedule(feed_dir: Path) -> None:
-    feed = feeds.feed_create(
-        team=make_team(), user=None, name="f", source=str(feed_dir / "p.csv"), schedule={"every_s": 600}
-    )
+    team = make_team()
+    source = str(team_dir(feed_dir, team) / "p.csv")
+    feed = feeds.feed_create(team=team, user=None, name="f", source=source, schedule={"every_s": 600})
     task_id = feed.schedule_id
     PriceFeed.objects.filter(pk=feed.pk)._raw_delete(PriceFeed.objects.db)  # behind the ORM's back
     assert PeriodicTask.objects.filter(pk=task_id).exists()

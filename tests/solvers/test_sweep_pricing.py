@@ -168,3 +168,27 @@ def test_every_sweep_point_equals_solve_of_the_same_document(axis: Any, data: An
     if "error" in row:  # e.g. a GPU count no layout of the space divides: solve refuses it too
         return
     assert_row_equals_solve(BASE, row, pricing)
+
+
+def test_a_region_sweep_is_not_billed_at_the_sites_own_price() -> None:
+    sheet = PriceSheet(quotes={("electricity", "site:hq"): quote("electricity", "site:hq", 0.5)})
+    pricing = Pricing(sheet=sheet, site_name="hq")
+    assert pricing.apply(BASE)[1][PATH_ELECTRICITY_PRICE]["value"] == 0.5  # where the site is
+    plan = plan_sweep(sweep_of(BASE, "site.region", ["quebec", "germany"]))
+    rows = [sweep_point(plan, i, pricing=pricing) for i in range(2)]
+    assert [row["prices"][PATH_ELECTRICITY_PRICE]["value"] for row in rows] == [
+        catalog.REGIONS["quebec"]["electricity_usd_per_kwh"],
+        catalog.REGIONS["germany"]["electricity_usd_per_kwh"],
+    ]
+
+
+def test_a_node_price_prices_only_that_nodes_own_accelerator() -> None:
+    sheet = PriceSheet(quotes={("node", "dgx-h100"): quote("node", "dgx-h100", 240_000.0)})
+    pricing = Pricing(sheet=sheet)
+    own = pricing.apply({"cluster": {"node": "dgx-h100", "gpus": 64}})[1][
+        "cluster.accelerator.unit_price_usd"
+    ]
+    assert (own["value"], own["origin"]) == (30_000.0, "team_book")
+    other = pricing.apply({"cluster": {"node": "dgx-h100", "accelerator": "b200", "gpus": 64}})[1]
+    price = other["cluster.accelerator.unit_price_usd"]
+    assert (price["value"], price["origin"]) == (catalog.ACCELERATORS["b200"]["unit_price_usd"], "catalog")

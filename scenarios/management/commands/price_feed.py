@@ -3,8 +3,8 @@
 ``add NAME SOURCE --every-s 3600`` (or ``--crontab "30 2 * * *"``, UTC) registers a feed of the **global**
 book (``--team SLUG`` for a team's) with its django-celery-beat schedule; ``list`` shows every feed and its
 last poll; ``poll ID`` polls one now in this process and prints the outcome. SOURCE is an http(s) URL (the
-SSRF guard applies) or a file path under a directory of ``settings.PRICE_FEED_DIRS``; the format is the
-``import_prices`` format. Teams register their own feeds through ``/api/v1/price-feeds/``.
+SSRF guard applies) or a file path under a directory of ``settings.PRICE_FEED_DIRS`` (a team's feed: under
+``<dir>/<team slug>/``); the format is the ``import_prices`` format. Teams register their own feeds through ``/api/v1/price-feeds/``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,11 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(dest="action", required=True)
         add = sub.add_parser("add", help="register a feed and its schedule")
         add.add_argument("name")
-        add.add_argument("source", help="an http(s) URL or a file path under a directory of PRICE_FEED_DIRS")
+        add.add_argument(
+            "source",
+            help="an http(s) URL or a file path under a directory of PRICE_FEED_DIRS "
+            "(with --team: under <dir>/<team slug>/)",
+        )
         when = add.add_mutually_exclusive_group(required=True)
         when.add_argument("--every-s", type=int, help="poll every this many seconds")
         when.add_argument("--crontab", help="poll at 'minute hour day-of-month month day-of-week' (UTC)")
