@@ -25,6 +25,10 @@ def dispatch() -> dict[str, Any]:
     claimed = dispatching.claim_due()
     for delivery_id, token in claimed:
         deliver.delay(delivery_id, str(token))
+    if len(claimed) >= dispatching.CLAIM_LIMIT:
+        # More may be due: the next pass queues behind the deliveries just sent, so a backlog drains at the
+        # workers' pace instead of one claim's worth per beat.
+        dispatch.delay()
     return {"created": created, "expired": expired, "claimed": len(claimed)}
 
 

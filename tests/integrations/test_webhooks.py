@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from collections import Counter
 from datetime import timedelta
 from typing import Any
@@ -439,3 +440,23 @@ def test_an_event_committed_after_a_later_one_is_not_skipped(receiver: Receiver)
     dispatch.run_once()
     assert [r.headers["webhook-id"] for r in receiver.requests] == [late.public_id, early["event"].public_id]
     assert DeliveryEvent.objects.filter(endpoint=ep).count() == 2
+
+
+def test_a_full_claim_queues_the_next_dispatch_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backlog larger than one claim drains at the workers' pace, not one claim per beat."""
+    from integrations import dispatch as dispatching
+    from integrations import tasks
+
+    sent: list[str] = []
+    monkeypatch.setattr(dispatching, "fan_out", lambda: 0)
+    monkeypatch.setattr(dispatching, "expire", lambda: 0)
+    monkeypatch.setattr(tasks.deliver, "delay", lambda *args: sent.append("deliver"))
+    monkeypatch.setattr(tasks.dispatch, "delay", lambda: sent.append("dispatch"))
+    full = [(i, uuid.uuid4()) for i in range(dispatching.CLAIM_LIMIT)]
+    monkeypatch.setattr(dispatching, "claim_due", lambda: full)
+    tasks.dispatch.run()
+    assert sent == ["deliver"] * dispatching.CLAIM_LIMIT + ["dispatch"]
+    sent.clear()
+    monkeypatch.setattr(dispatching, "claim_due", lambda: full[:3])
+    tasks.dispatch.run()
+    assert sent == ["deliver"] * 3
