@@ -25,7 +25,9 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_broker")]
 SPACE: dict[str, Any] = {"tp": [1, 2], "cp": [1], "pp": [1], "microbatch_seqs": [1]}
 
 
-def sweep_plan(plan: Plan, monkeypatch: pytest.MonkeyPatch) -> Result:
+def sweep_plan(
+    plan: Plan, monkeypatch: pytest.MonkeyPatch, axes: list[dict[str, Any]] | None = None
+) -> Result:
     sent: list[Any] = []
 
     class Group:
@@ -37,7 +39,7 @@ def sweep_plan(plan: Plan, monkeypatch: pytest.MonkeyPatch) -> Result:
 
     monkeypatch.setattr(search_jobs, "group", Group)
     run = search_jobs.sweep_request(
-        plan=plan, user=None, axes=[{"field": "cluster.gpus", "values": [32, 64]}], space=SPACE
+        plan=plan, user=None, axes=axes or [{"field": "cluster.gpus", "values": [32, 64]}], space=SPACE
     )
     assert search_jobs.sweep_begin(run_id=run.pk, claim=claim()) == "started"
     for run_id, chunk, input_hash in sent:
@@ -273,3 +275,34 @@ def test_a_plan_cloud_provider_is_spelled_as_price_book_keys_are(world: World) -
     assert error["path"] == "cloud_provider" and "lowercase slug" in error["message"]
     ok = world.alice.client.patch(f"/api/v1/plans/{plan.pk}/", {"cloud_provider": "aws"}, format="json")
     assert ok.status_code == 200, ok.content[:300]
+
+
+def test_a_node_sweep_of_a_stored_plan_equals_the_stateless_solve_of_each_point(
+    world: World, monkeypatch
+) -> None:
+    """The issue's case: A100 and B200 points of a stored H100 plan used to come out as H100, because the
+    global book's H100 price had pinned the plan's accelerator before the node was swept."""
+    services.price_book_publish(
+        team=None,
+        user=None,
+        name="defaults",
+        entries=[{"kind": "accelerator", "key": "h100-sxm", "value": 25_000.0}],
+        fan_out="none",
+    )
+    plan = make_plan(world, cluster={"node": "dgx-h100", "gpus": 64})
+    sweep = sweep_plan(
+        plan, monkeypatch, axes=[{"field": "cluster.node", "values": ["dgx-a100-80gb", "dgx-b200"]}]
+    )
+    base = services.plan_base_document(plan=plan)
+    steps = []
+    for row in sweep.report["rows"]:
+        document = copy.deepcopy(base)
+        document["cluster"]["node"] = row["point"]["cluster.node"]
+        document["training"]["layout"] = row["best"]["layout"]
+        response = world.alice.client.post("/api/v1/solve/", document, format="json")
+        assert response.status_code == 200, response.content[:300]
+        report = response.json()
+        assert row["best"]["metrics"]["step_s"] == report["step"]["step_s"]
+        assert row["best"]["metrics"]["total_usd"] == report["tco"]["total_usd"]
+        steps.append(report["step"]["step_s"])
+    assert steps[0] > 2 * steps[1]  # an A100 point is far slower than a B200 one
