@@ -19,21 +19,21 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from api.limits import MAX_BODY_BYTES
 
 
-def _flatten(data: Any, prefix: str = "") -> list[dict[str, str]]:
+def flatten_errors(data: Any, prefix: str = "") -> list[dict[str, str]]:
     if isinstance(data, dict):
         out: list[dict[str, str]] = []
         for key, value in data.items():
             path = key if not prefix else (prefix if key == "non_field_errors" else f"{prefix}.{key}")
             if key == "non_field_errors" and not prefix:
                 path = ""
-            out.extend(_flatten(value, str(path)))
+            out.extend(flatten_errors(value, str(path)))
         return out
     if isinstance(data, list):
         if all(not isinstance(item, dict | list) for item in data):
             return [{"path": prefix, "message": str(item)} for item in data]
         out = []
         for index, item in enumerate(data):
-            out.extend(_flatten(item, f"{prefix}.{index}" if prefix else str(index)))
+            out.extend(flatten_errors(item, f"{prefix}.{index}" if prefix else str(index)))
         return out
     return [{"path": prefix, "message": str(data)}]
 
@@ -93,5 +93,5 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     elif isinstance(data, dict) and "errors" in data and "detail" in data:
         pass
     else:
-        response.data = {"detail": "Invalid input.", "errors": _flatten(data)}
+        response.data = {"detail": "Invalid input.", "errors": flatten_errors(data)}
     return response

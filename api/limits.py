@@ -28,3 +28,13 @@ MAX_COMPARE_ITEMS = 20
 MAX_PRICE_ENTRIES: int = services.MAX_PRICE_ENTRIES
 # Tokens a user may hold at once (revoked tokens do not count).
 MAX_ACTIVE_TOKENS_PER_USER = 50
+
+
+def token_limit_error(user_id: int) -> str | None:
+    """Why ``user_id`` may not be issued another token (None when they may): one rule for every way of
+    issuing one (the API, the dashboard, ``manage.py create_access``)."""
+    from api.models import ApiToken
+
+    if ApiToken.objects.active().filter(user_id=user_id).count() >= MAX_ACTIVE_TOKENS_PER_USER:
+        return f"at most {MAX_ACTIVE_TOKENS_PER_USER} active tokens per user; revoke one first"
+    return None

@@ -14,8 +14,7 @@ from rest_framework import permissions
 from rest_framework.request import Request
 
 from api.models import ApiToken
-
-ROLE_RANK = {"viewer": 1, "editor": 2, "admin": 3}
+from scenarios.models import ROLE_RANK
 
 
 def team_roles(request: Request) -> dict[int, str]:

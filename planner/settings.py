@@ -110,11 +110,13 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_celery_beat",
     "planner",
     "scenarios",
     "integrations",
     "api",
+    "web",
 ]
 
 MIDDLEWARE = [
@@ -126,6 +128,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
 ]
 
 ROOT_URLCONF = "planner.urls"
@@ -145,6 +148,29 @@ TEMPLATES = [
         },
     }
 ]
+
+# --- Dashboard: session log-in and the Content-Security-Policy every page is sent with ------------------
+
+LOGIN_URL = "web:login"
+LOGIN_REDIRECT_URL = "web:plans"
+LOGOUT_REDIRECT_URL = "web:login"
+
+# No inline script or style anywhere: pages pass data to their scripts in <script type="application/json">
+# blocks (json_script), which are not executed. Chart images are drawn on canvas and read back as data: URLs.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -210,6 +236,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Plans for large-scale ML training: step-time budget, time to train, TCO, carbon and water.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The docs page's assets are served by the project (drf-spectacular-sidecar), never from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
 }
 

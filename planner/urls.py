@@ -7,4 +7,5 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("api.urls")),
+    path("", include("web.urls")),
 ]

@@ -13,7 +13,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.limits import MAX_ACTIVE_TOKENS_PER_USER
+from api.limits import token_limit_error
 from api.models import ApiToken
 from api.permissions import has_role, team_roles
 from api.serializers.tokens import ApiTokenCreatedSerializer, ApiTokenSerializer
@@ -59,11 +59,9 @@ class ApiTokenViewSet(
         if restricted_to is not None and (team is None or team.pk != restricted_to):
             raise PermissionDenied("A token restricted to one team can only create tokens for that team.")
         user = cast(AbstractBaseUser, request.user)  # IsAuthenticated: never the anonymous user here
-        active = ApiToken.objects.active().filter(user_id=user.pk).count()
-        if active >= MAX_ACTIVE_TOKENS_PER_USER:
-            raise serializers.ValidationError(
-                {"": [f"at most {MAX_ACTIVE_TOKENS_PER_USER} active tokens per user; revoke one first"]}
-            )
+        limit_error = token_limit_error(user.pk)
+        if limit_error is not None:
+            raise serializers.ValidationError({"": [limit_error]})
         token, secret = ApiToken.issue(
             user=user,
             name=serializer.validated_data["name"],

@@ -1,0 +1,51 @@
+"""Dashboard test personas: the API tests' world (tests.api.conftest), each user with a signed-in browser
+session (django.test.Client) instead of a token.
+
+alice: admin of team "alpha"; carol: editor on alpha; bob: viewer on alpha; mallory: admin of team "beta";
+nobody: signed in, in no team; anonymous: not signed in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from tests.api.conftest import World, build_world, no_broker  # noqa: F401  (fixtures re-exported)
+
+
+@dataclass
+class Browsers:
+    world: World
+    alice: Client
+    carol: Client
+    bob: Client
+    mallory: Client
+    nobody: Client
+    anonymous: Client
+
+
+def signed_in(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def world(db: None) -> World:
+    return build_world()
+
+
+@pytest.fixture
+def browsers(world: World) -> Browsers:
+    return Browsers(
+        world=world,
+        alice=signed_in(world.alice.user),
+        carol=signed_in(world.carol.user),
+        bob=signed_in(world.bob.user),
+        mallory=signed_in(world.mallory.user),
+        nobody=signed_in(world.nobody.user),
+        anonymous=Client(),
+    )

@@ -1,0 +1,41 @@
+"""Log in, log out and the team switcher."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import path, reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from web.access import SESSION_TEAM_KEY, team_access
+
+
+@login_required
+@require_POST
+def switch_team(request: HttpRequest) -> HttpResponse:
+    """Select the team whose rows the lists show; only a team the user belongs to can be selected."""
+    access = team_access(request)
+    raw = request.POST.get("team", "")
+    chosen = next((team for team in access.teams if str(team.pk) == raw), None)
+    if chosen is None:
+        messages.error(request, "team: not one of your teams")
+    else:
+        request.session[SESSION_TEAM_KEY] = chosen.pk
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=False):
+        target = reverse("web:plans")
+    return HttpResponseRedirect(target)
+
+
+urlpatterns = [
+    path(
+        "login/",
+        auth_views.LoginView.as_view(template_name="web/login.html", redirect_authenticated_user=True),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("team/", switch_team, name="switch-team"),
+]
