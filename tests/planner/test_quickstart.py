@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import ROOT
 
@@ -23,7 +28,18 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_dev_up_brings_web_worker_and_beat_to_healthy(tmp_path: Path) -> None:
+@pytest.fixture
+def var_dir() -> Iterator[Path]:
+    """The servers' folder, outside pytest's own temporary root: pytest keeps that root owner-only (0700) and
+    resets it whenever another pytest session starts, while the embedded PostgreSQL runs as another system
+    user that must traverse every folder above its data."""
+    (ROOT / "var").mkdir(exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix="quickstart-", dir=ROOT / "var"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_dev_up_brings_web_worker_and_beat_to_healthy(tmp_path: Path, var_dir: Path) -> None:
     env = {
         key: value
         for key, value in os.environ.items()
@@ -31,7 +47,7 @@ def test_dev_up_brings_web_worker_and_beat_to_healthy(tmp_path: Path) -> None:
     }
     port = _free_port()
     env.update(
-        PLANNER_VAR_DIR=str(tmp_path / "var"),
+        PLANNER_VAR_DIR=str(var_dir),
         PLANNER_PG_PORT=str(_free_port()),
         PLANNER_REDIS_PORT=str(_free_port()),
         PORT=str(port),
