@@ -20,7 +20,7 @@ from typing import Any
 from django.utils.safestring import mark_safe
 
 from api.compare import CompareItem, report_number
-from web.templatetags.planner_format import binary_bytes, pct, si, sig, signed_pct, usd
+from web.templatetags.planner_format import binary_bytes, pct, si, sig, signed_pct, tonnes_co2e, usd
 
 # --- ranges -----------------------------------------------------------------------------------------------
 
@@ -332,8 +332,7 @@ def chart_specs(table: Mapping[str, Any], items: Sequence[CompareItem]) -> list[
     return specs
 
 
-def _tonnes(kg: float | None) -> str:
-    return figure(None if kg is None else kg / 1e3, "tCO2e")
+_tonnes = tonnes_co2e
 
 
 def _cubic_metres(litres: float | None) -> str:

@@ -15,21 +15,11 @@ from api.compare import layout_text, report_number
 from api.diffing import changes
 from scenarios.models import Plan, Result
 from web.plan_forms import catalog
-from web.templatetags.planner_format import pct, si, sig, signed_pct, usd
+from web.templatetags.planner_format import pct, si, sig, signed_pct, tonnes_co2e, usd, with_unit
 
-
-def seconds(value: Any) -> str:
-    return "—" if report_number({"v": value}, "v") is None else f"{sig(value)} s"
-
-
-def unit(suffix: str) -> Callable[[Any], str]:
-    """A printer of a value with its unit (``unit("h")(4285.7)`` -> ``4,290 h``)."""
-
-    def printed(value: Any) -> str:
-        text = sig(value)
-        return text if text == "—" else f"{text} {suffix}"
-
-    return printed
+unit = with_unit
+seconds = with_unit("s")
+tonnes = tonnes_co2e
 
 
 def prefixed(value: Any, base: str) -> str:
@@ -38,12 +28,6 @@ def prefixed(value: Any, base: str) -> str:
     if text == "—":
         return text
     return f"{text}{base}" if text[-1].isalpha() else f"{text} {base}"
-
-
-def tonnes(value: Any) -> str:
-    """kgCO2e as tonnes (16,492 kg -> ``16.5 tCO2e``)."""
-    number = report_number({"v": value}, "v")
-    return "—" if number is None else f"{si(number / 1000)} tCO2e"
 
 
 def gigabytes(value: Any) -> str:

@@ -26,7 +26,7 @@ from scenarios.models import (
     PriceBook,
     Run,
 )
-from web.templatetags.planner_format import sig, usd
+from web.templatetags.planner_format import tonnes_co2e, usd, with_unit
 
 # A publication whose runs are not all queued yet is still fanning out for this long at most; after that a
 # missing run means the fan-out skipped the plan (its price key was shared, its scenario has no revision).
@@ -34,25 +34,13 @@ FAN_OUT_GRACE = dt.timedelta(minutes=30)
 MAX_ROWS = 500
 
 
-def _tonnes(kg: float | None) -> str:
-    return "—" if kg is None else f"{sig(kg / 1000)} t"
-
-
-def _days(days: float | None) -> str:
-    return "—" if days is None else f"{sig(days)} d"
-
-
-def _seconds(seconds: float | None) -> str:
-    return "—" if seconds is None else f"{sig(seconds)} s"
-
-
 # The headline figures a re-run is compared on: (result column, column heading, how it is printed).
 FIGURES: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("total_usd", "TCO", usd),
     ("usd_per_million_tokens", "$/Mtok", usd),
-    ("total_kgco2e", "tCO2e", _tonnes),
-    ("wall_clock_days", "Days", _days),
-    ("step_s", "Step time", _seconds),
+    ("total_kgco2e", "tCO2e", tonnes_co2e),
+    ("wall_clock_days", "Days", with_unit("days")),
+    ("step_s", "Step time", with_unit("s")),
 )
 
 

@@ -79,8 +79,9 @@ def fake_report(scale: float) -> dict[str, Any]:
     }
 
 
-def insert_result(*, plan: Any, scale: float = 1.0, previous: Any = None) -> Any:
-    """A result row as a worker would store it (results are insert-only), and the plan pointed at it."""
+def insert_result(*, plan: Any, scale: float = 1.0, previous: Any = None, team_price_book: Any = None) -> Any:
+    """A result row as a worker would store it (results are insert-only), and the plan pointed at it;
+    ``team_price_book`` is the team book it was priced by (a re-run after that book's publication)."""
     from scenarios.adapters import plan_revisions
     from scenarios.models import Plan, Result
 
@@ -100,6 +101,7 @@ def insert_result(*, plan: Any, scale: float = 1.0, previous: Any = None) -> Any
         site_revision=revisions.site,
         report=report,
         previous=previous,
+        team_price_book=team_price_book,
         step_s=report["step"]["step_s"],
         mfu=report["step"]["mfu"],
         total_usd=report["tco"]["total_usd"],

@@ -132,34 +132,6 @@ def test_an_electricity_price_change_lists_both_plans_by_the_size_of_their_chang
     assert "Price book version 1 (Alpha)" in body
 
 
-def _rerun_result(plan: Any, previous: Any, book: PriceBook, *, scale: float) -> Result:
-    """The result a re-run under ``book`` stores (``factories.insert_result`` with the team book set)."""
-    from scenarios.adapters import plan_revisions
-
-    revisions = plan_revisions(plan=plan)
-    report = f.fake_report(scale)
-    return Result.objects.create(
-        plan=plan,
-        team_id=plan.team_id,
-        version=previous.version + 1,
-        input_snapshot={"scale": scale},
-        input_hash=f"rerun-{plan.pk}-{scale}",
-        solver_version="test",
-        team_price_book=book,
-        cluster_revision=revisions.cluster,
-        model_revision=revisions.model,
-        site_revision=revisions.site,
-        report=report,
-        previous=previous,
-        step_s=report["step"]["step_s"],
-        mfu=report["step"]["mfu"],
-        total_usd=report["tco"]["total_usd"],
-        usd_per_million_tokens=report["tco"]["usd_per_million_tokens"],
-        total_kgco2e=report["carbon"]["total_kgco2e"],
-        wall_clock_days=report["schedule"]["wall_clock_days"],
-    )
-
-
 def _moved_world(browsers: Browsers, plans: int) -> PriceBook:
     """A team book whose fan-out re-ran ``plans`` plans (one of them with unchanged figures), rows made as
     the worker makes them."""
@@ -174,7 +146,9 @@ def _moved_world(browsers: Browsers, plans: int) -> PriceBook:
     for i in range(plans):
         plan = f.plan_for(team=world.alpha, user=world.alice.user, name=f"p{i}")
         first = f.insert_result(plan=plan)
-        second = _rerun_result(plan, first, book, scale=1.0 if i == 0 else 1.0 + i / 10)
+        second = f.insert_result(
+            plan=plan, previous=first, team_price_book=book, scale=1.0 if i == 0 else 1.0 + i / 10
+        )
         Run.objects.create(
             plan=plan,
             team=world.alpha,

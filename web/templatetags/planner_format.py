@@ -7,7 +7,7 @@ can take in and what the model can stand behind.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django import template
@@ -94,3 +94,20 @@ def binary_bytes(value: Any) -> str:
         if abs(number) >= scale:
             return f"{sig(number / scale)} {unit}"
     return f"{sig(number)} B"
+
+
+def with_unit(suffix: str) -> Callable[[Any], str]:
+    """A printer of a number with its unit (``with_unit("days")(22.07)`` -> ``22.1 days``; — when absent)."""
+
+    def printed(value: Any) -> str:
+        text = sig(value)
+        return text if text == "—" else f"{text} {suffix}"
+
+    return printed
+
+
+@register.filter
+def tonnes_co2e(kg: Any) -> str:
+    """kgCO2e printed as tonnes (16,492 kg -> ``16.5 tCO2e``)."""
+    number = _number(kg)
+    return "—" if number is None else f"{si(number / 1000)} tCO2e"
