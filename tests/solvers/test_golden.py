@@ -1,0 +1,83 @@
+"""Every published example, the scenario JSON Schema and a layout search give the recorded documents, bit for bit.
+
+The recorded file is the reference for refactors of the solver: a change that moves any number shows up here, and
+must then be a deliberate solver change (a new ``SOLVER_VERSION`` and a CHANGELOG "Solver changes" entry) with the
+file rewritten by ``python tests/solvers/test_golden.py --write``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from solvers import scenario_json_schema, solve
+from solvers.cli import load_yaml
+from solvers.search import search_document
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = Path(__file__).resolve().parent / "golden" / "examples.json"
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+SEARCHED = "quickstart-llama3-8b-64xh100.yaml"
+
+
+def _document(name: str) -> Any:
+    return load_yaml((ROOT / "examples" / name).read_text(encoding="utf-8"))
+
+
+def _without_timing(value: Any) -> Any:
+    """Drops ``elapsed_s``, a search's own wall-clock time: the one figure that is not a function of the input."""
+    if isinstance(value, dict):
+        return {key: _without_timing(item) for key, item in value.items() if key != "elapsed_s"}
+    if isinstance(value, list):
+        return [_without_timing(item) for item in value]
+    return value
+
+
+def current() -> dict[str, Any]:
+    reports = {
+        path.stem: _without_timing(solve(load_yaml(path.read_text(encoding="utf-8")))) for path in EXAMPLES
+    }
+    searched = _document(SEARCHED)
+    search = _without_timing(search_document(searched, top=5))
+    return {"reports": reports, "schema": scenario_json_schema(), "search": search}
+
+
+def _recorded() -> dict[str, Any]:
+    return json.loads(GOLDEN.read_text(encoding="utf-8"))
+
+
+def _canonical(value: Any) -> Any:
+    return json.loads(json.dumps(value, allow_nan=False))
+
+
+@pytest.fixture(scope="module")
+def now() -> dict[str, Any]:
+    return _canonical(current())
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_report_is_unchanged(path: Path, now: dict[str, Any]) -> None:
+    assert now["reports"][path.stem] == _recorded()["reports"][path.stem]
+
+
+def test_every_example_is_recorded(now: dict[str, Any]) -> None:
+    assert set(now["reports"]) == set(_recorded()["reports"])
+
+
+def test_json_schema_is_unchanged(now: dict[str, Any]) -> None:
+    assert now["schema"] == _recorded()["schema"]
+
+
+def test_search_is_unchanged(now: dict[str, Any]) -> None:
+    assert now["search"] == _recorded()["search"]
+
+
+if __name__ == "__main__":  # pragma: no cover - maintenance entry point
+    if sys.argv[1:] != ["--write"]:
+        sys.exit("usage: python tests/solvers/test_golden.py --write")
+    GOLDEN.write_text(json.dumps(_canonical(current()), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {GOLDEN}")
