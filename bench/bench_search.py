@@ -41,10 +41,10 @@ from solvers.search import (  # noqa: E402
     EVAL_CHUNK_LAYOUTS,
     default_space,
     enumerate_layouts,
-    search_document,
     search_resolved,
     take,
 )
+from solvers.search.document import search_document  # noqa: E402
 
 TARGET_LAYOUTS_PER_S = 200_000
 TARGET_405B_S = 2.0

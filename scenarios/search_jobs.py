@@ -306,7 +306,7 @@ def _search_executor(inputs: services.PlanInputs, run: Run, claim: execution.Cla
     """Executor of ``kind="search"`` runs (``execution.EXECUTORS``): the search document of the plan's
     inputs, keyed by ``_job_hash`` so that it is stored apart from the plan's solve result."""
     from solvers import SOLVER_VERSION
-    from solvers.search import search_document
+    from solvers.search.document import search_document
 
     document = inputs.document
     options = dict((run.params or {}).get("search") or {})

@@ -1,5 +1,7 @@
 """Command line: ``python -m solvers solve FILE|- [--batch]``, ``catalog [--json]``, ``validate [--json]``,
-``schema`` (the JSON Schema of the scenario document).
+``schema`` (the JSON Schema of the scenario document), ``search FILE|-`` and ``sweep FILE|-``. Every
+argparse ``main`` of the solver lives here: this module is the top of the package (``pyproject.toml``,
+import-linter), so it imports what it runs and nothing imports it back.
 
 Exit status: 0 success; 1 when a ``--batch`` run had at least one failing line (each failure is still one
 output line, ``{"error": {"path", "message"}}``); 2 for bad input (unreadable file, not JSON or YAML, a
@@ -18,7 +20,13 @@ from typing import Any, TextIO
 
 import yaml
 
+from solvers.catalog import catalog_document
 from solvers.errors import ScenarioError, SolverInternalError
+from solvers.report import solve
+from solvers.schema import scenario_json_schema
+from solvers.search import DEFAULT_PARETO, DEFAULT_TOP, OBJECTIVES, PARETO_METRICS
+from solvers.search.document import search_document
+from solvers.sweep import sweep_document
 
 EXIT_OK = 0
 EXIT_BATCH_FAILURES = 1
@@ -131,8 +139,6 @@ def run_document_command(
 
 
 def _cmd_solve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
-    from solvers.report import solve
-
     try:
         text = _read(args.file, stdin)
     except InputError as exc:
@@ -155,8 +161,6 @@ def _cmd_solve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: 
 
 def _solve_batch(text: str, stdout: TextIO) -> int:
     """One output line per input line, in order; JSON Lines in, JSON Lines out."""
-    from solvers.report import solve
-
     failures = 0
     lines = text.splitlines()
     for number, line in enumerate(lines, start=1):
@@ -188,8 +192,6 @@ def _solve_batch(text: str, stdout: TextIO) -> int:
 
 
 def _cmd_catalog(args: argparse.Namespace, stdout: TextIO) -> int:
-    from solvers.catalog import catalog_document
-
     document = catalog_document()
     if args.json:
         print(_dump(document, pretty=True), file=stdout)
@@ -212,6 +214,90 @@ def _cmd_validate(args: argparse.Namespace, stdout: TextIO) -> int:
     return EXIT_OK
 
 
+def build_search_parser(prog: str = "python -m solvers search") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Search every layout of a scenario; print the best, the alternatives and the Pareto front.",
+    )
+    parser.add_argument("file", help="scenario file (JSON or YAML), or - for standard input")
+    parser.add_argument(
+        "--objective", choices=OBJECTIVES, default=None, help="ranking objective (default step_s)"
+    )
+    parser.add_argument("--top", type=int, default=None, help=f"alternatives to list (default {DEFAULT_TOP})")
+    parser.add_argument(
+        "--pareto",
+        default=None,
+        help=f"2 or 3 comma-separated metrics for the Pareto front (default {','.join(DEFAULT_PARETO)}); "
+        f"one of {', '.join(PARETO_METRICS)}",
+    )
+    parser.add_argument("--compact", action="store_true", help="print the result on one line")
+    return parser
+
+
+def search_main(
+    argv: Sequence[str],
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """``python -m solvers search FILE|- [--objective O] [--top K] [--pareto a,b[,c]] [--compact]``.
+
+    Exit status as ``solve``: 0 success, 2 bad input (the message names the field path), 3 internal error.
+    """
+    try:
+        args = build_search_parser().parse_args(list(argv))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    pareto = [p.strip() for p in args.pareto.split(",") if p.strip()] if args.pareto else None
+    return run_document_command(
+        args.file,
+        lambda document: search_document(document, objective=args.objective, top=args.top, pareto=pareto),
+        stdin=stdin or sys.stdin,
+        stdout=stdout or sys.stdout,
+        stderr=stderr or sys.stderr,
+        compact=args.compact,
+    )
+
+
+def sweep_main(
+    argv: Sequence[str],
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """``python -m solvers sweep FILE|- [--objective O] [--pareto a,b[,c]] [--compact]``: one row per point.
+
+    Exit status as ``solve``: 0 when every point solved, 1 when some point failed (its row carries the
+    error), 2 bad input (the message names the field path), 3 internal error.
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m solvers sweep",
+        description="Best layout at every point of a sweep, and the Pareto front.",
+    )
+    parser.add_argument("file", help="sweep document (JSON or YAML), or - for standard input")
+    parser.add_argument(
+        "--objective", choices=OBJECTIVES, default=None, help="how each point ranks its layouts"
+    )
+    parser.add_argument("--pareto", default=None, help="2 or 3 comma-separated metrics for the front")
+    parser.add_argument("--compact", action="store_true", help="print the result on one line")
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    pareto = [p.strip() for p in args.pareto.split(",") if p.strip()] if args.pareto else None
+    return run_document_command(
+        args.file,
+        lambda document: sweep_document(document, objective=args.objective, pareto=pareto),
+        stdin=stdin or sys.stdin,
+        stdout=stdout or sys.stdout,
+        stderr=stderr or sys.stderr,
+        compact=args.compact,
+        exit_status=lambda output: EXIT_OK if output["failed"] == 0 else EXIT_BATCH_FAILURES,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m solvers",
@@ -229,8 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="predicted vs published figures for published training runs")
     val.add_argument("--json", action="store_true", help="print the rows as JSON")
     sub.add_parser("schema", help="print the JSON Schema of the scenario document")
-    # search and sweep parse their own arguments (solvers.search.search_main, solvers.sweep.sweep_main);
-    # they are listed here so --help shows them.
+    # search and sweep parse their own arguments (search_main, sweep_main); they are listed here so --help
+    # shows them.
     sub.add_parser("search", help="best layouts and the Pareto front (`search --help`)", add_help=False)
     sub.add_parser("sweep", help="one best layout per point of a sweep (`sweep --help`)", add_help=False)
     return parser
@@ -251,20 +337,14 @@ def main(
         args = build_parser().parse_args(argv)
     try:
         if argv and argv[0] == "search":
-            from solvers.search import search_main
-
             return search_main(argv[1:], stdin=stdin, stdout=stdout, stderr=stderr)
         if argv and argv[0] == "sweep":
-            from solvers.sweep import sweep_main
-
             return sweep_main(argv[1:], stdin=stdin, stdout=stdout, stderr=stderr)
         if args.command == "solve":
             return _cmd_solve(args, stdin, stdout, stderr)
         if args.command == "catalog":
             return _cmd_catalog(args, stdout)
         if args.command == "schema":
-            from solvers.schema import scenario_json_schema
-
             print(_dump(scenario_json_schema(), pretty=True), file=stdout)
             return EXIT_OK
         return _cmd_validate(args, stdout)

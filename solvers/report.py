@@ -25,6 +25,7 @@ from solvers.errors import FieldError, ScenarioError, SolverInternalError
 from solvers.ledger import LedgerInputs, compute_ledger, ledger_notes
 from solvers.plain import ReadOnlyDict
 from solvers.schema import SCHEMA_VERSION, Resolved, layout_from_batch, resolve, resolve_shared
+from solvers.search.ranking import search_resolved
 from solvers.specs import LayoutBatch
 
 # Changes whenever any number that a given input produces changes (see the CHANGELOG, "solver changes").
@@ -57,8 +58,6 @@ def _pick_layout(resolved: Resolved) -> tuple[LayoutBatch, dict[str, Any], dict[
         if row is None:
             raise ScenarioError([reason_to_error(reason or "training.layout: invalid layout")])
         return resolved.layouts, row, None
-
-    from solvers.search import search_resolved
 
     result = search_resolved(resolved)  # raises ScenarioError naming the rule when nothing is feasible
     best = result.layouts.take(np.array([0]))

@@ -21,37 +21,36 @@ breaks a rule yields a row with its ``error`` and the sweep goes on.
 
 ``plan_sweep`` validates and expands the points; ``sweep_point`` solves one (the unit a worker runs, so a
 job can split the points into chunks); ``sweep_front`` is the Pareto front over rows; ``sweep_document``
-does all three in one process; ``sweep_main`` is the ``sweep`` command line.
+does all three in one process; the ``sweep`` command line is ``solvers.cli``.
 """
 
 from __future__ import annotations
 
-import argparse
 import copy
 import math
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import product
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 
-from solvers import catalog, prices
+from solvers import catalog, prices, schema
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
 from solvers.pareto import MAX_OBJECTIVES, MIN_OBJECTIVES, pareto_indices
+from solvers.schema import resolve
 from solvers.search import (
     OBJECTIVES,
     PARETO_METRICS,
     SearchRequest,
-    _with_auto_layout,
     default_space,
     layout_dict,
     ledger_metrics,
     parse_search_request,
     search_resolved,
     space_from_document,
+    with_auto_layout,
 )
 
 MAX_SWEEP_POINTS = 1_000
@@ -268,7 +267,6 @@ def _preset_fields() -> dict[str, tuple[str, tuple[str, ...]]]:
 
     The fields are the schema's own keys of that part (a fabric preset fills ``bandwidth_gb_s`` from the
     catalog's nominal rate), except for a node, which fills exactly what its catalog entries list."""
-    from solvers import schema
 
     def keys(table: Sequence[str]) -> tuple[str, ...]:
         return tuple(key for key in table if key not in _NOT_DERIVED)
@@ -362,8 +360,6 @@ def sweep_point(plan: SweepPlan, index: int, *, pricing: prices.Pricing | None =
     books) then prices it, so a point that changes the accelerator or the region is billed at that
     accelerator's and region's prices, exactly as a solve of that document would be. A base field that a
     swept preset would otherwise re-derive is listed under ``pinned``."""
-    from solvers.schema import resolve
-
     point = plan.points[index]
     started = time.perf_counter()
     row: dict[str, Any] = {"index": index, "point": dict(point)}
@@ -379,7 +375,7 @@ def sweep_point(plan: SweepPlan, index: int, *, pricing: prices.Pricing | None =
         document, provenance = pricing.apply(document)
         row["prices"] = provenance
     try:
-        resolved = resolve(_with_auto_layout(document))
+        resolved = resolve(with_auto_layout(document))
         space = space_from_document(
             plan.request.space,
             default=default_space(model=resolved.model, cluster=resolved.cluster, training=resolved.training),
@@ -456,43 +452,3 @@ def sweep_document(
         "pareto": front,
         "limits": {"max_points": MAX_SWEEP_POINTS, "max_axes": MAX_AXES},
     }
-
-
-def sweep_main(
-    argv: Sequence[str],
-    *,
-    stdin: TextIO | None = None,
-    stdout: TextIO | None = None,
-    stderr: TextIO | None = None,
-) -> int:
-    """``python -m solvers sweep FILE|- [--objective O] [--pareto a,b[,c]] [--compact]``: one row per point.
-
-    Exit status as ``solve``: 0 when every point solved, 1 when some point failed (its row carries the
-    error), 2 bad input (the message names the field path), 3 internal error.
-    """
-    from solvers.cli import EXIT_BATCH_FAILURES, EXIT_OK, run_document_command
-
-    parser = argparse.ArgumentParser(
-        prog="python -m solvers sweep",
-        description="Best layout at every point of a sweep, and the Pareto front.",
-    )
-    parser.add_argument("file", help="sweep document (JSON or YAML), or - for standard input")
-    parser.add_argument(
-        "--objective", choices=OBJECTIVES, default=None, help="how each point ranks its layouts"
-    )
-    parser.add_argument("--pareto", default=None, help="2 or 3 comma-separated metrics for the front")
-    parser.add_argument("--compact", action="store_true", help="print the result on one line")
-    try:
-        args = parser.parse_args(list(argv))
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    pareto = [p.strip() for p in args.pareto.split(",") if p.strip()] if args.pareto else None
-    return run_document_command(
-        args.file,
-        lambda document: sweep_document(document, objective=args.objective, pareto=pareto),
-        stdin=stdin or sys.stdin,
-        stdout=stdout or sys.stdout,
-        stderr=stderr or sys.stderr,
-        compact=args.compact,
-        exit_status=lambda output: EXIT_OK if output["failed"] == 0 else EXIT_BATCH_FAILURES,
-    )

@@ -198,7 +198,7 @@ def test_a_search_run_stores_a_versioned_result_apart_from_the_solve(
 @pytest.mark.django_db
 def test_search_progress_is_written_while_the_engine_runs(sent, monkeypatch) -> None:
     monkeypatch.setattr(search_jobs, "SEARCH_PROGRESS_PERIOD_S", 0.0)
-    monkeypatch.setattr("solvers.search.EVAL_CHUNK_LAYOUTS", 64)
+    monkeypatch.setattr("solvers.search.ranking.EVAL_CHUNK_LAYOUTS", 64)
     seen: list[tuple[int, int]] = []
     original = execution.run_progress
 

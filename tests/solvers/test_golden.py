@@ -16,7 +16,7 @@ import pytest
 
 from solvers import scenario_json_schema, solve
 from solvers.cli import load_yaml
-from solvers.search import search_document
+from solvers.search.document import search_document
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent / "golden" / "examples.json"

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solvers import engine, solve
+from solvers.cli import search_main
 from solvers.errors import ScenarioError
 from solvers.report import compose_report
 from solvers.schema import resolve
@@ -26,14 +27,14 @@ from solvers.search import (
     enumerate_layouts,
     explain_difference,
     layout_dict,
+    ledger_for_row,
     ledger_metrics,
     parse_search_request,
-    search_document,
-    search_main,
     search_resolved,
     space_from_document,
     take,
 )
+from solvers.search.document import search_document
 from solvers.specs import RECOMPUTE_CODE, SCHEDULE_CODE
 
 # Llama 3 (2024) Table 4: 405B on 16,384 H100, TP8 CP1 PP16 DP128, 16M-token batch of 8,192-token sequences.
@@ -265,10 +266,8 @@ def test_thousand_random_layouts_vectorised_equals_single(llama) -> None:
         document["training"]["layout"] = layout
         report = solve(document)
         fixed = resolve(document)
-        from solvers.search import _ledger_for_row
-
         composed = compose_report(
-            resolved=fixed, layout=layout, row=columns.row(i), ledger=_ledger_for_row(fixed, columns.row(i))
+            resolved=fixed, layout=layout, row=columns.row(i), ledger=ledger_for_row(fixed, columns.row(i))
         )
         assert composed == report
         # the ledger over arrays gives each layout's cost and carbon exactly

@@ -140,7 +140,7 @@ def test_sweep_main_exit_codes(tmp_path) -> None:
     import io
     import json
 
-    from solvers.sweep import sweep_main
+    from solvers.cli import sweep_main
 
     path = tmp_path / "sweep.json"
     path.write_text(json.dumps(with_sweep(axes=[{"field": "cluster.gpus", "values": [32, 64]}])))
