@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-import yaml
-
 from solvers.catalog import catalog_document
+from solvers.document_text import MAX_DOCUMENT_CHARS, InputError, load_yaml, parse_text
 from solvers.errors import ScenarioError, SolverInternalError
+from solvers.published import format_table, published_document
 from solvers.report import solve
 from solvers.schema import scenario_json_schema
 from solvers.search import DEFAULT_PARETO, DEFAULT_TOP, OBJECTIVES, PARETO_METRICS
@@ -33,57 +32,23 @@ EXIT_BATCH_FAILURES = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
 
-
-class InputError(Exception):
-    """The input could not be read or parsed (before any scenario rule applies)."""
-
-
-class _Loader(yaml.SafeLoader):
-    """YAML 1.1 safe loader that also reads ``15.6e12`` and ``1e9`` as floats (YAML 1.2 / JSON style).
-
-    PyYAML's YAML 1.1 resolver needs a dot and a signed exponent (``1.0e+12``) and would otherwise hand the
-    scenario a string, which is a frequent surprise with token counts.
-    """
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(
-        r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-        |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
-        |[-+]?\.(?:inf|Inf|INF)
-        |\.(?:nan|NaN|NAN))$""",
-        re.X,
-    ),
-    list("-+0123456789."),
-)
-
-
-def load_yaml(text: str) -> Any:
-    """``yaml.safe_load`` with JSON-style exponents read as floats."""
-    return yaml.load(text, Loader=_Loader)
-
-
-# A scenario document is a few kilobytes; anything this large is a mistake (or an attack on the parser).
-MAX_DOCUMENT_CHARS = 1_000_000
-
-
-def parse_text(text: str) -> Any:
-    """A scenario from JSON or YAML text (JSON is tried first; YAML 1.1 via ``yaml.safe_load``)."""
-    if len(text) > MAX_DOCUMENT_CHARS:
-        raise InputError(f"document too large: {len(text):,} characters (limit {MAX_DOCUMENT_CHARS:,})")
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    try:
-        return load_yaml(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "syntax error"
-        raise InputError(f"not valid JSON or YAML{where}: {problem}") from None
+# Read by callers outside the package (the web forms, create_access, the tests) from here.
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_BATCH_FAILURES",
+    "EXIT_INTERNAL",
+    "EXIT_OK",
+    "MAX_DOCUMENT_CHARS",
+    "InputError",
+    "build_parser",
+    "build_search_parser",
+    "load_yaml",
+    "main",
+    "parse_text",
+    "run_document_command",
+    "search_main",
+    "sweep_main",
+]
 
 
 def _read(source: str, stdin: TextIO) -> str:
@@ -204,9 +169,7 @@ def _cmd_catalog(args: argparse.Namespace, stdout: TextIO) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace, stdout: TextIO) -> int:
-    from solvers.validation import format_table, validation_document
-
-    document = validation_document()
+    document = published_document()
     if args.json:
         print(_dump(document, pretty=True), file=stdout)
     else:

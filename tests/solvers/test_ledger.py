@@ -257,9 +257,9 @@ def test_one_layout_is_fast():
 
 
 def test_llama3_validation_rows_are_complete_and_use_untuned_defaults():
-    from solvers.ledger_validation import ledger_validation_rows
+    from solvers.published import ledger_rows
 
-    rows = ledger_validation_rows()
+    rows = ledger_rows()
     assert {"case", "metric", "predicted", "published", "unit", "source"} <= set(rows[0])
     by_metric = {row["metric"]: row for row in rows}
     failures = by_metric["unexpected interruptions (node_series MTBF, default MTTFs)"]

@@ -554,7 +554,7 @@ def test_fused_attention_false_is_kept_and_must_be_a_boolean() -> None:
 
 
 def _example_documents() -> list[dict]:
-    from solvers.validation import EXAMPLES_DIR, load_example
+    from solvers.published import EXAMPLES_DIR, load_example
 
     return [load_example(path.name) for path in sorted(EXAMPLES_DIR.glob("*.yaml"))]
 

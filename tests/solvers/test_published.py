@@ -1,4 +1,4 @@
-"""Published-run validation (solvers.validation)."""
+"""Predicted vs published figures of published training runs (solvers.published)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import statistics
 
 import pytest
 
-from solvers.validation import CASES, EXAMPLES_DIR, format_table, validation_document
+from solvers.published import CASES, EXAMPLES_DIR, format_table, published_document
 
 
 @pytest.fixture(scope="module")
 def document() -> dict:
-    return validation_document()
+    return published_document()
 
 
 def test_every_case_has_its_scenario_file() -> None:
@@ -76,7 +76,7 @@ def test_every_published_mfu_within_ten_points_and_mean_under_five(document: dic
 
 
 def test_runs_before_flash_attention_say_so_and_later_runs_use_the_default() -> None:
-    from solvers.validation import load_example
+    from solvers.published import load_example
 
     for case in CASES:
         training = load_example(case.example)["training"]
