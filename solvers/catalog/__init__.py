@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import copy
 import difflib
-import functools
 from collections.abc import Iterable
 from typing import Any
 
 from solvers.catalog.accelerators import ACCELERATORS
+from solvers.catalog.calibration import COMPUTE_EFFICIENCY, FABRIC_ACHIEVABLE
 from solvers.catalog.fabrics import FABRICS
 from solvers.catalog.models import MODELS
 from solvers.catalog.nodes import NODES
@@ -32,45 +32,51 @@ __all__ = [
 ]
 
 
-def _calibration() -> tuple[dict[str, tuple[float, str]], dict[str, tuple[float, str]]]:
-    from solvers.catalog import calibration
-
-    return calibration.COMPUTE_EFFICIENCY, calibration.FABRIC_ACHIEVABLE
-
-
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` when a choice is close to ``word``, else an empty string."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-@functools.cache
-def accelerator_entry(key: str) -> dict[str, Any]:
-    """The catalog accelerator ``key`` with its calibrated ``compute_efficiency`` and that value's source.
-
-    The returned dict is shared (cached): read it, never change it.
-    """
+def _calibrated_accelerator(key: str) -> dict[str, Any]:
     entry = copy.deepcopy(ACCELERATORS[key])
-    efficiency, source = _calibration()[0][key]
+    efficiency, source = COMPUTE_EFFICIENCY[key]
     entry["compute_efficiency"] = float(efficiency)
     entry["sources"]["compute_efficiency"] = source
     return entry
 
 
-@functools.cache
-def fabric_entry(key: str) -> dict[str, Any]:
-    """The catalog fabric ``key`` with its achievable factor and the achieved ``bandwidth_gb_s``.
-
-    The returned dict is shared (cached): read it, never change it.
-
-    bandwidth_gb_s = nominal_gb_s x achievable_factor; e.g. NDR 50 GB/s x 0.8 = 40 GB/s achieved.
-    """
+def _calibrated_fabric(key: str) -> dict[str, Any]:
+    """bandwidth_gb_s = nominal_gb_s x achievable_factor; e.g. NDR 50 GB/s x 0.8 = 40 GB/s achieved."""
     entry = copy.deepcopy(FABRICS[key])
-    factor, source = _calibration()[1][key]
+    factor, source = FABRIC_ACHIEVABLE[key]
     entry["achievable_factor"] = float(factor)
     entry["bandwidth_gb_s"] = entry["nominal_gb_s"] * float(factor)
     entry["sources"]["achievable_factor"] = source
     return entry
+
+
+# The presets with the calibration merged in, built once when the catalog is imported from its constant
+# tables (nothing is added later: a table, not a cache).
+_ACCELERATOR_ENTRIES: dict[str, dict[str, Any]] = {key: _calibrated_accelerator(key) for key in ACCELERATORS}
+_FABRIC_ENTRIES: dict[str, dict[str, Any]] = {key: _calibrated_fabric(key) for key in FABRICS}
+
+
+def accelerator_entry(key: str) -> dict[str, Any]:
+    """The catalog accelerator ``key`` with its calibrated ``compute_efficiency`` and that value's source.
+
+    The returned dict is shared: read it, never change it.
+    """
+    return _ACCELERATOR_ENTRIES[key]
+
+
+def fabric_entry(key: str) -> dict[str, Any]:
+    """The catalog fabric ``key`` with its achievable factor and the achieved ``bandwidth_gb_s``
+    (nominal_gb_s x achievable_factor; e.g. NDR 50 GB/s x 0.8 = 40 GB/s achieved).
+
+    The returned dict is shared: read it, never change it.
+    """
+    return _FABRIC_ENTRIES[key]
 
 
 def catalog_document() -> dict[str, dict[str, Any]]:
