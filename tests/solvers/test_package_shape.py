@@ -302,3 +302,20 @@ def test_solvers_imports_no_framework() -> None:
     loaded = set(json.loads(proc.stdout.splitlines()[-1]))
     assert "solvers" in loaded and "numpy" in loaded
     assert not loaded & set(FORBIDDEN_PACKAGES), sorted(loaded & set(FORBIDDEN_PACKAGES))
+
+
+def test_the_solver_tests_import_no_framework() -> None:
+    """The tests of this directory import no framework or project app either (any import, at any depth),
+    so that ``python -m pytest tests/solvers -p no:django`` needs neither (``conftest.py``)."""
+    offenders: dict[str, list[str]] = {}
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        names: list[str] = []
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.Import):
+                names.extend(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.append(node.module)
+        bad = sorted({name for name in names if name.split(".")[0] in FORBIDDEN_PACKAGES})
+        if bad:
+            offenders[path.name] = bad
+    assert not offenders, offenders
