@@ -10,6 +10,7 @@ design-space search is the same engine over a batch of thousands (one code path,
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from types import SimpleNamespace
 from typing import Literal
@@ -61,16 +62,64 @@ class ModelSpec:
     dropout: bool = True  # dropout after attention and MLP (and on the attention probabilities) is stored
 
 
+class PeakTflops(Mapping[str, float]):
+    """Dense peak TFLOP/s by precision, immutable: reads like a dict (``peaks["bf16"]``, ``"fp8" in peaks``,
+    ``peaks.get``), compares equal to a dict of the same items, and holds them as a sorted tuple.
+    Example: ``PeakTflops({"fp8": 1978.9, "bf16": 989.4})["bf16"] == 989.4``."""
+
+    __slots__ = ("_items",)
+    _items: tuple[tuple[str, float], ...]
+
+    def __init__(self, peaks: Mapping[str, float] | Iterable[tuple[str, float]] = ()) -> None:
+        pairs = peaks.items() if isinstance(peaks, Mapping) else peaks
+        object.__setattr__(self, "_items", tuple(sorted((str(k), float(v)) for k, v in pairs)))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("PeakTflops is immutable")
+
+    def __getitem__(self, precision: str) -> float:
+        for key, value in self._items:
+            if key == precision:
+                return value
+        raise KeyError(precision)
+
+    def __iter__(self) -> Iterator[str]:
+        return (key for key, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PeakTflops):
+            return self._items == other._items
+        if isinstance(other, Mapping):
+            return dict(self._items) == dict(other.items())
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+    def __repr__(self) -> str:
+        return f"PeakTflops({dict(self._items)!r})"
+
+    def __reduce__(self) -> tuple[type[PeakTflops], tuple[tuple[tuple[str, float], ...]]]:
+        return (PeakTflops, (self._items,))
+
+
 @dataclass(frozen=True)
 class AcceleratorSpec:
     name: str
-    peak_tflops: dict[str, float]  # dense peak by precision: {"bf16": 989, "fp8": 1979, ...}
+    peak_tflops: Mapping[str, float]  # dense peak by precision: {"bf16": 989, "fp8": 1979, ...} (PeakTflops)
     hbm_gb: float  # capacity, 1e9 bytes
     hbm_tb_s: float  # bandwidth, 1e12 bytes/s
     tdp_w: float
     unit_price_usd: float
     embodied_kgco2e: float
     compute_efficiency: float  # fraction of dense peak that large GEMMs reach in training
+
+    def __post_init__(self) -> None:
+        if type(self.peak_tflops) is not PeakTflops:  # a dict given by a caller becomes immutable
+            object.__setattr__(self, "peak_tflops", PeakTflops(self.peak_tflops))
 
 
 @dataclass(frozen=True)
