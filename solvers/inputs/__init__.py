@@ -21,7 +21,8 @@ from solvers.inputs.fields import (
 from solvers.inputs.json_schema import scenario_json_schema
 from solvers.inputs.layout import layout_batch, layout_from_batch
 from solvers.inputs.model import transformer_params
-from solvers.inputs.scenario import Assumption, LedgerFields, Resolved, resolve, validate_part
+from solvers.inputs.reader import Assumption
+from solvers.inputs.scenario import LedgerFields, Resolved, resolve, validate_part
 
 __all__ = [
     "FIELDS",

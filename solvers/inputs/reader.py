@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from solvers import catalog
 from solvers.errors import FieldError
@@ -21,12 +21,40 @@ SCENARIO = "scenario"  # source of a value the user gave
 _PLAIN_TYPES = frozenset({int, float, str, bool, type(None)})
 
 
+class Assumption(NamedTuple):
+    """One entry of the assumptions ledger: a value a report rests on, its unit and where it came from.
+    A list value (``cluster.reliability.other_mttf_h``) is held as a tuple."""
+
+    key: str
+    value: str | int | float | bool | tuple[float, ...] | None
+    unit: str
+    source: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """The entry as a report carries it (a list value as a list)."""
+        value = self.value
+        return {
+            "key": self.key,
+            "value": list(value) if type(value) is tuple else value,
+            "unit": self.unit,
+            "source": self.source,
+        }
+
+
+def _held(value: Any) -> Any:
+    """``value`` as an assumption holds it: exact python scalars, a tuple for a list."""
+    if value.__class__ in _PLAIN_TYPES:
+        return value
+    plain = to_plain(value)
+    return tuple(plain) if type(plain) is list else plain
+
+
 class Reader:
     """Collects field errors, assumptions and warnings while a document is read."""
 
     def __init__(self) -> None:
         self.errors: list[FieldError] = []
-        self.assumptions: list[dict[str, Any]] = []
+        self.assumptions: list[Assumption] = []
         self.warnings: list[str] = []
 
     def error(self, path: str, message: str) -> None:
@@ -37,9 +65,7 @@ class Reader:
         return any(e.path.startswith(path) for e in self.errors)
 
     def note(self, key: str, value: Any, unit: str, source: str) -> None:
-        if value.__class__ not in _PLAIN_TYPES:
-            value = to_plain(value)
-        self.assumptions.append({"key": key, "value": value, "unit": unit, "source": source})
+        self.assumptions.append(Assumption(key, _held(value), unit, source))
 
     def mapping(self, value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any] | None:
         """``value`` as a dict whose keys are all in ``allowed``; None (and an error) otherwise."""
@@ -214,14 +240,7 @@ def resolve_value(
         value, source = preset[name], preset_source(name)
     else:
         value, source = default, default_source
-    r.assumptions.append(
-        {
-            "key": f"{path}.{name}" if path else name,
-            "value": value if value.__class__ in _PLAIN_TYPES else to_plain(value),
-            "unit": unit,
-            "source": source,
-        }
-    )
+    r.assumptions.append(Assumption(f"{path}.{name}" if path else name, _held(value), unit, source))
     return value
 
 

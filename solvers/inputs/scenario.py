@@ -33,27 +33,13 @@ from solvers.inputs.economics import parse_economics
 from solvers.inputs.fields import PARTS, SCHEMA_VERSION
 from solvers.inputs.layout import layout_batch
 from solvers.inputs.model import parse_model
-from solvers.inputs.reader import SCENARIO, Reader
+from solvers.inputs.reader import SCENARIO, Assumption, Reader
 from solvers.inputs.site import parse_site
 from solvers.inputs.training import parse_training, parse_training_alone
 from solvers.plain import all_plain_finite
 from solvers.specs import ClusterSpec, LayoutBatch, ModelSpec, TrainingSpec
 
 TOP_KEYS: tuple[str, ...] = fields.TABLE.keys("")
-
-
-@dataclass(frozen=True)
-class Assumption:
-    """One entry of the assumptions ledger: a value a report rests on, its unit and where it came from."""
-
-    key: str
-    value: str | int | float | bool | tuple[float, ...] | None
-    unit: str
-    source: str
-
-    def as_dict(self) -> dict[str, Any]:
-        value = list(self.value) if type(self.value) is tuple else self.value
-        return {"key": self.key, "value": value, "unit": self.unit, "source": self.source}
 
 
 @dataclass(frozen=True)
@@ -126,7 +112,8 @@ class Resolved:
 
     Immutable throughout: specs are frozen dataclasses, the layout arrays are read-only, the document is kept
     as its JSON text and the assumptions as ``Assumption`` rows. ``document`` and ``assumptions`` give the
-    caller a fresh dict and list every time they are read.
+    caller a fresh dict and list every time they are read. ``with_prices`` gives the same scenario at other
+    prices without parsing anything again.
     """
 
     document_json: str  # complete explicit scenario document (presets expanded, defaults filled), as JSON
@@ -138,13 +125,26 @@ class Resolved:
     ledger_fields: LedgerFields
     notes: tuple[Assumption, ...]
     warnings: tuple[str, ...]
-    input_hash: str  # canonical_hash(document)
+    document_hash: str  # canonical_hash of the document in ``document_json``
+    # Prices set by ``with_prices`` over ``document_json``: (document path, value), in the order first set.
+    prices: tuple[tuple[str, float | None], ...] = ()
 
     @property
     def document(self) -> dict[str, Any]:
-        """The resolved document, a new copy on each read."""
+        """The resolved document (prices included), a new copy on each read."""
         document: dict[str, Any] = json.loads(self.document_json)
+        for path, value in self.prices:
+            part, _, name = path.rpartition(".")
+            target = document
+            for key in part.split("."):
+                target = target[key]
+            target[name] = value
         return document
+
+    @property
+    def input_hash(self) -> str:
+        """``canonical_hash(document)``: what identifies the input (labels left out)."""
+        return canonical_hash(self.document) if self.prices else self.document_hash
 
     @property
     def assumptions(self) -> list[dict[str, Any]]:
@@ -158,7 +158,8 @@ class Resolved:
         ``site.electricity_usd_per_kwh``, ``economics.cloud_usd_per_gpu_hour``: the table's ``price`` rows)
         to its new value, checked against the table's limits; a path left out keeps its price. The result is
         what ``resolve`` gives for the document with those prices written in: the same document, specs,
-        ledger fields and input hash, and the price's assumption entry with source "scenario".
+        ledger fields and input hash, and the price's assumption entry with source "scenario". The document
+        and its hash are only made again when read, so re-pricing many held plans costs little per plan.
         Raises ``ScenarioError`` naming the field for an unknown path or a value out of its limits.
         Example: ``resolved.with_prices({"site.electricity_usd_per_kwh": 0.08})``.
         """
@@ -179,44 +180,35 @@ class Resolved:
             raise ScenarioError(r.errors)
         if not values:
             return self
-        document = self.document
-        for path, value in values.items():
-            part, _, name = path.rpartition(".")
-            target = document
-            for key in part.split("."):
-                target = target[key]
-            target[name] = value
         cluster = self.cluster
         unit_price = values.get("cluster.accelerator.unit_price_usd")
         if unit_price is not None:  # never null: the row is not nullable
             accelerator = dataclasses.replace(cluster.accelerator, unit_price_usd=unit_price)
             cluster = dataclasses.replace(cluster, accelerator=accelerator)
-        notes = tuple(
-            dataclasses.replace(note, value=values[note.key], source=SCENARIO) if note.key in values else note
-            for note in self.notes
-        )
+        notes = list(self.notes)
+        for i in _price_notes(notes, values):
+            notes[i] = notes[i]._replace(value=values[notes[i].key], source=SCENARIO)
         changes: dict[str, Any] = {_PRICE_LEDGER[path]: value for path, value in values.items()}
-        ledger = dataclasses.replace(self.ledger_fields, **changes)
+        merged = dict(self.prices)
+        merged.update(values)
         return dataclasses.replace(
             self,
-            document_json=_dumps(document),
             cluster=cluster,
-            ledger_fields=ledger,
-            notes=notes,
-            input_hash=canonical_hash(document),
+            ledger_fields=dataclasses.replace(self.ledger_fields, **changes),
+            notes=tuple(notes),
+            prices=tuple(merged.items()),
         )
+
+
+def _price_notes(notes: list[Assumption], values: Mapping[str, Any]) -> list[int]:
+    """The positions of the notes of the prices in ``values`` (resolve notes each price once)."""
+    keys = set(values)
+    return [i for i, note in enumerate(notes) if note.key in keys]
 
 
 def _dumps(document: Mapping[str, Any]) -> str:
     """JSON text that ``json.loads`` turns back into an equal document (floats round-trip exactly)."""
     return json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
-def _note(entry: Mapping[str, Any]) -> Assumption:
-    value = entry["value"]
-    if type(value) is list:
-        value = tuple(value)
-    return Assumption(key=entry["key"], value=value, unit=entry["unit"], source=entry["source"])
 
 
 def resolve(document: Any) -> Resolved:
@@ -250,7 +242,7 @@ def resolve(document: Any) -> Resolved:
     if r.errors or model is None or cluster is None or site is None or economics is None or training is None:
         raise ScenarioError(r.errors)
     # Checked here once, so that no report has to walk these again.
-    if not all_plain_finite([a["value"] for a in r.assumptions]):
+    if not all_plain_finite([a.value for a in r.assumptions]):
         raise SolverInternalError("an assumption of the resolved scenario is not a plain finite value")
     train_spec, train_doc, layouts, auto, train_ledger = training
     document_out: dict[str, Any] = {
@@ -289,9 +281,9 @@ def resolve(document: Any) -> Resolved:
         layouts=batch,
         layout_auto=auto,
         ledger_fields=ledger_fields,
-        notes=tuple(map(_note, r.assumptions)),
+        notes=tuple(r.assumptions),
         warnings=tuple(r.warnings),
-        input_hash=canonical_hash(document_out),
+        document_hash=canonical_hash(document_out),
     )
 
 

@@ -5,7 +5,7 @@ for the parsers. The rows themselves are in ``solvers.inputs.fields``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -47,22 +47,18 @@ class Field:
     or_key: str = ""
     or_const: str = ""
     price: bool = False
+    # derived from the above (the parsers read them for every field of every document)
+    name: str = field(init=False, repr=False, compare=False)  # the last part of the path
+    parent: str = field(init=False, repr=False, compare=False)  # the object that holds it
+    integer: bool = field(init=False, repr=False, compare=False)
+    has_default: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def name(self) -> str:
-        return self.path.rpartition(".")[2]
-
-    @property
-    def parent(self) -> str:
-        return self.path.rpartition(".")[0]
-
-    @property
-    def integer(self) -> bool:
-        return self.kind == "integer"
-
-    @property
-    def has_default(self) -> bool:
-        return self.default is not NO_DEFAULT
+    def __post_init__(self) -> None:
+        parent, _, name = self.path.rpartition(".")
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "parent", parent)
+        object.__setattr__(self, "integer", self.kind == "integer")
+        object.__setattr__(self, "has_default", self.default is not NO_DEFAULT)
 
 
 class FieldTable:
