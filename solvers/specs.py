@@ -1,6 +1,6 @@
 """Resolved inputs of the step engine.
 
-The scenario document (CONTRACT.md) is parsed and validated by ``solvers.schema`` into these frozen
+The scenario document (CONTRACT.md) is parsed and validated by ``solvers.inputs`` into these frozen
 dataclasses: every catalog preset merged, every default filled, every number checked. The engine never sees
 a raw document, so it never has to guess a unit or a missing value.
 
