@@ -43,15 +43,19 @@ _LEDGER_SECTIONS: tuple[str, ...] = (
 # economics.job_days has no value of its own: None stands for a figure the ledger computes.
 _COMPUTED = frozenset({"economics.job_days"})
 
-DEFAULTS: dict[str, Default] = {
-    path: Default(value, unit, source)
-    for path, (value, unit, source) in TABLE.defaults().items()
-    if path.startswith(_LEDGER_SECTIONS) and path not in _COMPUTED
-}
 # Not a document field: the window of time-based figures when the scenario sets no duration.
-DEFAULTS["economics.window_days"] = Default(
+_WINDOW_DAYS = Default(
     30.0,
     "days",
     "window for time-based figures when neither training.total_tokens nor economics.job_days is "
     "given (CONTRACT.md v1 Duration convention; the 30-day job of seed 000)",
 )
+
+DEFAULTS: dict[str, Default] = {
+    **{
+        path: Default(value, unit, source)
+        for path, (value, unit, source) in TABLE.defaults().items()
+        if path.startswith(_LEDGER_SECTIONS) and path not in _COMPUTED
+    },
+    "economics.window_days": _WINDOW_DAYS,
+}

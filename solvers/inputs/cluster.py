@@ -22,7 +22,7 @@ from solvers.inputs.reader import (
     table_default,
     type_name,
 )
-from solvers.specs import PRECISIONS, AcceleratorSpec, ClusterSpec, LinkSpec
+from solvers.specs import AcceleratorSpec, ClusterSpec, LinkSpec
 
 PATH = "cluster"
 
@@ -72,7 +72,7 @@ def _parse_accelerator(
     peak_source = f"accelerator preset '{key}': {base['sources']['peak_tflops']}" if key else SCENARIO
     if "peak_tflops" in given:
         pk_path = join(path, "peak_tflops")
-        pk = r.mapping(given["peak_tflops"], pk_path, PRECISIONS)
+        pk = r.mapping(given["peak_tflops"], pk_path, fields.TABLE.keys(pk_path))
         if pk is not None:
             for prec, value in pk.items():
                 parsed = r.field_number(value, fields.TABLE[join(pk_path, prec)])

@@ -47,6 +47,8 @@ def parse_training(
     cluster: ClusterSpec | None,
     preset_seq: int | None,
 ) -> tuple[TrainingSpec, dict[str, Any], list[dict[str, Any]], bool, dict[str, Any]] | None:
+    """(spec, explicit document, resolved layouts, layout is auto, the ledger's training fields), or None
+    when a rule is broken (every broken rule is reported, the layout's too)."""
     given = r.section(raw, path)
     if given is None:
         return None
