@@ -198,29 +198,21 @@ class LayoutBatch:
         return int(self.tp.shape[0])
 
     def freeze(self) -> None:
-        """Make every field array read-only, so that the batch (and what is kept from it) never changes."""
+        """Make every field array read-only, so that the batch never changes (``resolve`` freezes its own)."""
         for name in _BATCH_FIELDS:
             getattr(self, name).flags.writeable = False
 
     @property
     def read_only(self) -> bool:
-        """True when no field array can be written: the batch can then never change, so what is derived from
-        it may be kept (``single``, the engine's rule check). The resolved-scenario cache freezes its batches.
-        """
+        """True when no field array can be written: the batch can then never change."""
         return not any(getattr(self, name).flags.writeable for name in _BATCH_FIELDS)
 
     @property
     def single(self) -> SimpleNamespace:
-        """The only layout of a batch of one, as python ints and bools (kept when the batch is read-only)."""
-        kept: SimpleNamespace | None = self.__dict__.get("_single")
-        if kept is not None:
-            return kept
+        """The only layout of a batch of one, as python ints and bools (a new namespace on each read)."""
         if len(self) != 1:
             raise ValueError(f"a batch of {len(self)} layouts has no single layout")
-        value = SimpleNamespace(**{name: getattr(self, name)[0].item() for name in _BATCH_FIELDS})
-        if self.read_only:
-            self.__dict__["_single"] = value
-        return value
+        return SimpleNamespace(**{name: getattr(self, name)[0].item() for name in _BATCH_FIELDS})
 
     def take(self, index: IntArray | slice) -> LayoutBatch:
         """The layouts at ``index`` (an integer array, or a slice: views, no copy)."""

@@ -111,7 +111,7 @@ def layout_batch(layouts: list[dict[str, Any]]) -> LayoutBatch:
 def layout_from_batch(batch: LayoutBatch, i: int) -> dict[str, Any]:
     """Row ``i`` of a LayoutBatch as a resolved layout dict (the inverse of ``layout_batch``)."""
     if i == 0 and len(batch) == 1:
-        one = batch.single  # python scalars, kept on a read-only batch
+        one = batch.single  # python scalars
     else:
         one = SimpleNamespace(**{f.name: getattr(batch, f.name)[i].item() for f in dataclasses.fields(batch)})
     return {
