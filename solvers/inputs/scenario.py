@@ -19,6 +19,7 @@ with ``with_prices``), as with a fitted estimator; nothing is cached between cal
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 from collections.abc import Iterator, Mapping
@@ -88,6 +89,17 @@ class LedgerFields(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(_LEDGER_NAMES)
+
+    def replaced(self, changes: Mapping[str, Any]) -> LedgerFields:
+        """A copy with ``changes`` (field name -> value): ``dataclasses.replace`` without re-running the
+        constructor over all 35 fields, a third of its time (it re-prices hundreds of plans at once)."""
+        unknown = set(changes) - _LEDGER_SET
+        if unknown:
+            raise TypeError(f"unknown ledger field(s): {', '.join(sorted(unknown))}")
+        new = copy.copy(self)
+        for name, value in changes.items():
+            object.__setattr__(new, name, value)
+        return new
 
     def __getitem__(self, name: str) -> Any:
         if name not in _LEDGER_SET:
@@ -194,7 +206,7 @@ class Resolved:
         return dataclasses.replace(
             self,
             cluster=cluster,
-            ledger_fields=dataclasses.replace(self.ledger_fields, **changes),
+            ledger_fields=self.ledger_fields.replaced(changes),
             notes=tuple(notes),
             prices=tuple(merged.items()),
         )

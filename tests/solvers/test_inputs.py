@@ -201,3 +201,13 @@ def test_nothing_of_a_document_is_kept_between_calls() -> None:
         text = source.read_text(encoding="utf-8")
         for pattern in (r"functools\.(lru_)?cache", r"__dict__", r"\bpickle\b", r"_CACHE\b"):
             assert not re.search(pattern, text), f"{source.name}: {pattern}"
+
+
+def test_ledger_fields_replaced_equals_dataclasses_replace() -> None:
+    fields_ = resolve(copy.deepcopy(DOC)).ledger_fields
+    changes = {"pue": 1.25, "cloud_usd_per_gpu_hour": None}
+    replaced = fields_.replaced(changes)
+    assert replaced == dataclasses.replace(fields_, **changes) and replaced != fields_
+    assert fields_["pue"] != 1.25  # the original is untouched
+    with pytest.raises(TypeError, match="unknown ledger field"):
+        fields_.replaced({"pu": 1.0})
