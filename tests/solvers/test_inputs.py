@@ -205,7 +205,7 @@ def test_nothing_of_a_document_is_kept_between_calls() -> None:
 
 def test_ledger_fields_replaced_equals_dataclasses_replace() -> None:
     fields_ = resolve(copy.deepcopy(DOC)).ledger_fields
-    changes = {"pue": 1.25, "cloud_usd_per_gpu_hour": None}
+    changes: dict[str, Any] = {"pue": 1.25, "cloud_usd_per_gpu_hour": None}
     replaced = fields_.replaced(changes)
     assert replaced == dataclasses.replace(fields_, **changes) and replaced != fields_
     assert fields_["pue"] != 1.25  # the original is untouched
