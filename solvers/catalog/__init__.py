@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -43,7 +44,12 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def _calibrated_accelerator(key: str) -> dict[str, Any]:
+@functools.cache
+def accelerator_entry(key: str) -> dict[str, Any]:
+    """The catalog accelerator ``key`` with its calibrated ``compute_efficiency`` and that value's source.
+
+    The returned dict is shared (cached): read it, never change it.
+    """
     entry = copy.deepcopy(ACCELERATORS[key])
     efficiency, source = _calibration()[0][key]
     entry["compute_efficiency"] = float(efficiency)
@@ -51,38 +57,20 @@ def _calibrated_accelerator(key: str) -> dict[str, Any]:
     return entry
 
 
-def _calibrated_fabric(key: str) -> dict[str, Any]:
+@functools.cache
+def fabric_entry(key: str) -> dict[str, Any]:
+    """The catalog fabric ``key`` with its achievable factor and the achieved ``bandwidth_gb_s``.
+
+    The returned dict is shared (cached): read it, never change it.
+
+    bandwidth_gb_s = nominal_gb_s x achievable_factor; e.g. NDR 50 GB/s x 0.8 = 40 GB/s achieved.
+    """
     entry = copy.deepcopy(FABRICS[key])
     factor, source = _calibration()[1][key]
     entry["achievable_factor"] = float(factor)
     entry["bandwidth_gb_s"] = entry["nominal_gb_s"] * float(factor)
     entry["sources"]["achievable_factor"] = source
     return entry
-
-
-# The catalog with its calibration merged, made once at import: static data, like the tables above.
-_CALIBRATED_ACCELERATORS: dict[str, dict[str, Any]] = {
-    key: _calibrated_accelerator(key) for key in ACCELERATORS
-}
-_CALIBRATED_FABRICS: dict[str, dict[str, Any]] = {key: _calibrated_fabric(key) for key in FABRICS}
-
-
-def accelerator_entry(key: str) -> dict[str, Any]:
-    """The catalog accelerator ``key`` with its calibrated ``compute_efficiency`` and that value's source.
-
-    The returned dict is the catalog's own: read it, never change it.
-    """
-    return _CALIBRATED_ACCELERATORS[key]
-
-
-def fabric_entry(key: str) -> dict[str, Any]:
-    """The catalog fabric ``key`` with its achievable factor and the achieved ``bandwidth_gb_s``.
-
-    The returned dict is the catalog's own: read it, never change it.
-
-    bandwidth_gb_s = nominal_gb_s x achievable_factor; e.g. NDR 50 GB/s x 0.8 = 40 GB/s achieved.
-    """
-    return _CALIBRATED_FABRICS[key]
 
 
 def catalog_document() -> dict[str, dict[str, Any]]:
