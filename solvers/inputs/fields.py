@@ -9,6 +9,11 @@ depends on other fields (``model.ffn_hidden`` from ``hidden``, ``training.seq_le
 
 Limits are inclusive unless ``exclusive_min``; change them only with the CHANGELOG. Rows are listed in the
 order of the document, which is the order in which errors are reported and unknown keys are matched.
+
+Adding a field is one row here and its physics: a number with a static default in ``site``, ``economics``,
+``cluster.storage``, ``cluster.power`` or an accelerator is read, limit-checked, defaulted, written to the
+document and to the assumptions by its part's parser without further code (``tests/solvers/test_inputs.py``
+shows one); the model that uses it reads it from the resolved scenario.
 """
 
 from __future__ import annotations
