@@ -13,7 +13,7 @@ order of the document, which is the order in which errors are reported and unkno
 Adding a field is one row here and its physics: a number with a static default in ``site``, ``economics``,
 ``cluster.storage``, ``cluster.power`` or an accelerator is read, limit-checked, defaulted, written to the
 document and to the assumptions by its part's parser without further code (``tests/solvers/test_inputs.py``
-shows one); the model that uses it reads it from the resolved scenario.
+shows one); the physics that uses it takes it through a spec or ``LedgerFields`` (``scenario.py``).
 """
 
 from __future__ import annotations
