@@ -2,7 +2,7 @@
 
 Every limit here is enforced with a 400 that names the field path and the limit, and is listed in the
 OpenAPI description (``api.schema.LIMITS_MARKDOWN``). Limits on the scenario document itself (GPUs, layers,
-batch, ...) are the solver's own (``solvers.schema``); the API does not keep a second copy of them.
+batch, ...) are the solver's own (``solvers.inputs.fields``); the API does not keep a second copy of them.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from solvers import engine  # noqa: E402
-from solvers.schema import resolve  # noqa: E402
+from solvers.inputs import resolve  # noqa: E402
 from solvers.search import (  # noqa: E402
     EVAL_CHUNK_LAYOUTS,
     default_space,

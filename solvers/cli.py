@@ -20,9 +20,9 @@ from typing import Any, TextIO
 from solvers.catalog import catalog_document
 from solvers.document_text import MAX_DOCUMENT_CHARS, InputError, load_yaml, parse_text
 from solvers.errors import ScenarioError, SolverInternalError
+from solvers.inputs import scenario_json_schema
 from solvers.published import format_table, published_document
 from solvers.report import solve
-from solvers.schema import scenario_json_schema
 from solvers.search import DEFAULT_PARETO, DEFAULT_TOP, OBJECTIVES, PARETO_METRICS
 from solvers.search.document import search_document
 from solvers.sweep import sweep_document

@@ -102,8 +102,8 @@ _EXACT = frozenset({str, int, float, bool, type(None)})
 class ReadOnlyDict(dict[str, Any]):
     """A dict that refuses changes, so that one instance can be shared by every report that carries it.
 
-    The entries of the assumptions ledger are made once per distinct scenario (``solvers.schema``'s and
-    ``solvers.ledger``'s caches) and handed to every report as these: a report is ~110 of them, and copying
+    The ledger's assumption entries are made once per distinct set of inputs (``solvers.ledger``'s cache)
+    and handed to every report as these: a report is ~110 of them, and copying
     each one per report was a tenth of a report's time. Reading is a dict's; ``json`` writes one as an
     object; ``==`` compares by content with any dict; ``copy()`` and ``dict(entry)`` give an ordinary,
     editable dict; ``pickle``, ``copy.copy`` and ``copy.deepcopy`` give a ReadOnlyDict back. Every change

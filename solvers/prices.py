@@ -36,8 +36,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from solvers import catalog
+from solvers.inputs import fields
 from solvers.ledger_defaults import DEFAULTS
-from solvers.schema import FIELD_LIMITS
 
 PRICE_ACCELERATOR = "accelerator"
 PRICE_NODE = "node"
@@ -68,7 +68,8 @@ PATH_ACCELERATOR_PRICE = "cluster.accelerator.unit_price_usd"
 PATH_ELECTRICITY_PRICE = "site.electricity_usd_per_kwh"
 PATH_CLOUD_PRICE = "economics.cloud_usd_per_gpu_hour"
 
-# The document field each kind of price fills; its limits are the solver's own (one table: FIELD_LIMITS).
+# The document field each kind of price fills; its limits are the solver's own (the field table's row, which
+# marks it as a price: ``solvers.inputs.fields``).
 PRICE_FIELDS: dict[str, str] = {
     PRICE_ACCELERATOR: PATH_ACCELERATOR_PRICE,
     PRICE_NODE: PATH_ACCELERATOR_PRICE,
@@ -88,7 +89,7 @@ def provider_problem(provider: str) -> str | None:
     return f"provider {provider!r} must be a lowercase slug (a-z, 0-9, '-', '_'), as in 'aws:h100-sxm'"
 
 
-# The solver's own conventions when the document names neither a node nor an accelerator (solvers.schema).
+# The solver's own conventions when the document names neither a node nor an accelerator (solvers.inputs).
 DEFAULT_ACCELERATOR_KEY = "h100-sxm"
 
 
@@ -97,11 +98,11 @@ def price_limits(kind: str) -> tuple[float, float]:
 
     A node price is divided by the node's accelerators before it reaches the field, so its upper bound is
     the per-accelerator bound times the largest node the solver accepts.
-    Example: electricity -> (0, 10.0) USD/kWh, as ``site.electricity_usd_per_kwh`` in FIELD_LIMITS."""
-    limits = FIELD_LIMITS[PRICE_FIELDS[kind]]
-    low, high = float(limits["minimum"]), float(limits["maximum"])
+    Example: electricity -> (0, 10.0) USD/kWh, the limits of ``site.electricity_usd_per_kwh`` in the table."""
+    row = fields.TABLE[PRICE_FIELDS[kind]]
+    low, high = float(row.minimum), float(row.maximum)
     if kind == PRICE_NODE:
-        high *= float(FIELD_LIMITS["cluster.gpus_per_node"]["maximum"])
+        high *= float(fields.TABLE["cluster.gpus_per_node"].maximum)
     return low, high
 
 

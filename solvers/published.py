@@ -29,7 +29,7 @@ restart, 7 GB/s per writer under a 500 GB/s cap): nothing is tuned to the publis
 show the model's real gap.
 
 This module is the comparison with published runs; the checks of a scenario's input are the parser's
-(``solvers.schema``).
+(``solvers.inputs``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Scenario document -> report document (CONTRACT.md v1).
 
-``solve`` resolves the scenario (``solvers.schema``), checks the layout with the engine's rules, evaluates the
+``solve`` resolves the scenario (``solvers.inputs``), checks the layout with the engine's rules, evaluates the
 step (``solvers.engine``), runs the reliability / schedule / energy / carbon / TCO ledger
 (``solvers.ledger.compute_ledger``) on that step, and composes one report: layout, step, traffic and memory
 from ``StepColumns.row(i)``; reliability, schedule, energy, carbon and tco from the ledger; the assumptions
@@ -22,9 +22,9 @@ import numpy as np
 from solvers import engine
 from solvers.canonical import canonical_hash
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
+from solvers.inputs import SCHEMA_VERSION, Resolved, layout_from_batch, resolve
 from solvers.ledger import LedgerInputs, compute_ledger, ledger_notes
 from solvers.plain import ReadOnlyDict
-from solvers.schema import SCHEMA_VERSION, Resolved, layout_from_batch, resolve, resolve_shared
 from solvers.search.ranking import search_resolved
 from solvers.specs import LayoutBatch
 
@@ -333,11 +333,7 @@ def solve(document: Any) -> dict[str, Any]:
     Example: ``solve({"model": {"preset": "llama3-8b"}, "cluster": {"node": "dgx-h100", "gpus": 64}})``
     returns a report whose ``step.step_s`` is the time of one optimizer step of a ~4M-token batch.
     """
-    shared = resolve_shared(document)
-    if shared is None:  # not a cache key: a Resolved of its own
-        return solve_resolved(resolve(document))
-    # The cache's own Resolved is read, never changed; the report gets copies of its document and assumptions.
-    return _report(shared.resolved, document=shared.document(), assumptions=shared.assumptions(), shared=True)
+    return solve_resolved(resolve(document))
 
 
 def _report(

@@ -1,6 +1,6 @@
 """Resolved inputs of the step engine.
 
-The scenario document (CONTRACT.md) is parsed and validated by ``solvers.schema`` into these frozen
+The scenario document (CONTRACT.md) is parsed and validated by ``solvers.inputs`` into these frozen
 dataclasses: every catalog preset merged, every default filled, every number checked. The engine never sees
 a raw document, so it never has to guess a unit or a missing value.
 
@@ -10,6 +10,7 @@ design-space search is the same engine over a batch of thousands (one code path,
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from types import SimpleNamespace
 from typing import Literal
@@ -61,16 +62,64 @@ class ModelSpec:
     dropout: bool = True  # dropout after attention and MLP (and on the attention probabilities) is stored
 
 
+class PeakTflops(Mapping[str, float]):
+    """Dense peak TFLOP/s by precision, immutable: reads like a dict (``peaks["bf16"]``, ``"fp8" in peaks``,
+    ``peaks.get``), compares equal to a dict of the same items, and holds them as a sorted tuple.
+    Example: ``PeakTflops({"fp8": 1978.9, "bf16": 989.4})["bf16"] == 989.4``."""
+
+    __slots__ = ("_items",)
+    _items: tuple[tuple[str, float], ...]
+
+    def __init__(self, peaks: Mapping[str, float] | Iterable[tuple[str, float]] = ()) -> None:
+        pairs = peaks.items() if isinstance(peaks, Mapping) else peaks
+        object.__setattr__(self, "_items", tuple(sorted((str(k), float(v)) for k, v in pairs)))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("PeakTflops is immutable")
+
+    def __getitem__(self, precision: str) -> float:
+        for key, value in self._items:
+            if key == precision:
+                return value
+        raise KeyError(precision)
+
+    def __iter__(self) -> Iterator[str]:
+        return (key for key, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PeakTflops):
+            return self._items == other._items
+        if isinstance(other, Mapping):
+            return dict(self._items) == dict(other.items())
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+    def __repr__(self) -> str:
+        return f"PeakTflops({dict(self._items)!r})"
+
+    def __reduce__(self) -> tuple[type[PeakTflops], tuple[tuple[tuple[str, float], ...]]]:
+        return (PeakTflops, (self._items,))
+
+
 @dataclass(frozen=True)
 class AcceleratorSpec:
     name: str
-    peak_tflops: dict[str, float]  # dense peak by precision: {"bf16": 989, "fp8": 1979, ...}
+    peak_tflops: Mapping[str, float]  # dense peak by precision: {"bf16": 989, "fp8": 1979, ...} (PeakTflops)
     hbm_gb: float  # capacity, 1e9 bytes
     hbm_tb_s: float  # bandwidth, 1e12 bytes/s
     tdp_w: float
     unit_price_usd: float
     embodied_kgco2e: float
     compute_efficiency: float  # fraction of dense peak that large GEMMs reach in training
+
+    def __post_init__(self) -> None:
+        if type(self.peak_tflops) is not PeakTflops:  # a dict given by a caller becomes immutable
+            object.__setattr__(self, "peak_tflops", PeakTflops(self.peak_tflops))
 
 
 @dataclass(frozen=True)
@@ -149,29 +198,21 @@ class LayoutBatch:
         return int(self.tp.shape[0])
 
     def freeze(self) -> None:
-        """Make every field array read-only, so that the batch (and what is kept from it) never changes."""
+        """Make every field array read-only, so that the batch never changes (``resolve`` freezes its own)."""
         for name in _BATCH_FIELDS:
             getattr(self, name).flags.writeable = False
 
     @property
     def read_only(self) -> bool:
-        """True when no field array can be written: the batch can then never change, so what is derived from
-        it may be kept (``single``, the engine's rule check). The resolved-scenario cache freezes its batches.
-        """
+        """True when no field array can be written: the batch can then never change."""
         return not any(getattr(self, name).flags.writeable for name in _BATCH_FIELDS)
 
     @property
     def single(self) -> SimpleNamespace:
-        """The only layout of a batch of one, as python ints and bools (kept when the batch is read-only)."""
-        kept: SimpleNamespace | None = self.__dict__.get("_single")
-        if kept is not None:
-            return kept
+        """The only layout of a batch of one, as python ints and bools (a new namespace on each read)."""
         if len(self) != 1:
             raise ValueError(f"a batch of {len(self)} layouts has no single layout")
-        value = SimpleNamespace(**{name: getattr(self, name)[0].item() for name in _BATCH_FIELDS})
-        if self.read_only:
-            self.__dict__["_single"] = value
-        return value
+        return SimpleNamespace(**{name: getattr(self, name)[0].item() for name in _BATCH_FIELDS})
 
     def take(self, index: IntArray | slice) -> LayoutBatch:
         """The layouts at ``index`` (an integer array, or a slice: views, no copy)."""

@@ -36,10 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from solvers import catalog, prices, schema
+from solvers import catalog, prices
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
+from solvers.inputs import resolve
+from solvers.inputs.fields import TABLE
 from solvers.pareto import MAX_OBJECTIVES, MIN_OBJECTIVES, pareto_indices
-from solvers.schema import resolve
 from solvers.search import (
     OBJECTIVES,
     PARETO_METRICS,
@@ -273,15 +274,15 @@ def _preset_fields() -> dict[str, tuple[str, tuple[str, ...]]]:
 
     node_keys = sorted({key for entry in catalog.NODES.values() for key in entry if key not in _NOT_DERIVED})
     return {
-        "model.preset": ("model", keys(schema.MODEL_KEYS)),
+        "model.preset": ("model", keys(TABLE.keys("model"))),
         "cluster.node": ("cluster", tuple(node_keys)),
-        "cluster.accelerator": ("cluster.accelerator", keys(schema.ACCELERATOR_KEYS)),
-        "cluster.accelerator.preset": ("cluster.accelerator", keys(schema.ACCELERATOR_KEYS)),
-        "cluster.scale_up": ("cluster.scale_up", keys(schema.LINK_KEYS)),
-        "cluster.scale_up.preset": ("cluster.scale_up", keys(schema.LINK_KEYS)),
-        "cluster.scale_out": ("cluster.scale_out", keys(schema.LINK_KEYS)),
-        "cluster.scale_out.preset": ("cluster.scale_out", keys(schema.LINK_KEYS)),
-        "site.region": ("site", keys(schema.SITE_KEYS)),
+        "cluster.accelerator": ("cluster.accelerator", keys(TABLE.keys("cluster.accelerator"))),
+        "cluster.accelerator.preset": ("cluster.accelerator", keys(TABLE.keys("cluster.accelerator"))),
+        "cluster.scale_up": ("cluster.scale_up", keys(TABLE.keys("cluster.scale_up"))),
+        "cluster.scale_up.preset": ("cluster.scale_up", keys(TABLE.keys("cluster.scale_up"))),
+        "cluster.scale_out": ("cluster.scale_out", keys(TABLE.keys("cluster.scale_up"))),
+        "cluster.scale_out.preset": ("cluster.scale_out", keys(TABLE.keys("cluster.scale_up"))),
+        "site.region": ("site", keys(TABLE.keys("site"))),
     }
 
 

@@ -15,8 +15,8 @@ import numpy as np
 
 from solvers import engine
 from solvers.errors import ScenarioError
+from solvers.inputs import Resolved, layout_from_batch, resolve
 from solvers.report import compose_report, reason_to_error
-from solvers.schema import Resolved, layout_from_batch, resolve
 from solvers.search.ranking import (
     EVAL_CHUNK_LAYOUTS,
     STEP_TERMS,

@@ -25,9 +25,9 @@ import numpy as np
 
 from solvers import engine
 from solvers.errors import FieldError, ScenarioError
+from solvers.inputs import Resolved, layout_from_batch
 from solvers.ledger import LedgerInputs, LedgerResult, compute_ledger
 from solvers.pareto import MAX_OBJECTIVES, MIN_OBJECTIVES, pareto_indices
-from solvers.schema import Resolved, layout_from_batch
 from solvers.search.space import (
     MAX_LAYOUTS_PER_SEARCH,
     SearchSpace,
@@ -155,7 +155,7 @@ def search_resolved(
     max_layouts: int = MAX_LAYOUTS_PER_SEARCH,
     progress: Progress | None = None,
 ) -> SearchResult:
-    """Search every layout of a resolved scenario (``solvers.schema.Resolved``) and rank the feasible ones.
+    """Search every layout of a resolved scenario (``solvers.inputs.Resolved``) and rank the feasible ones.
 
     Steps: ``enumerate_layouts``; the engine's rules (``engine.layout_rule_codes``, the rules a single
     solve applies) count the rest by reason; ``engine.evaluate`` in chunks of ``EVAL_CHUNK_LAYOUTS``;

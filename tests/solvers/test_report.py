@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from solvers import solve, solve_many
 from solvers.canonical import canonical_hash
 from solvers.errors import ScenarioError, SolverInternalError
+from solvers.inputs import resolve
 from solvers.report import SOLVER_VERSION, _plain_checked, reason_to_error
-from solvers.schema import resolve
 
 CONTRACT_KEYS = {
     "schema_version",

@@ -1,4 +1,4 @@
-"""Scenario parsing and resolution (solvers.schema): strictness, presets, defaults, the assumptions ledger."""
+"""Scenario parsing and resolution (solvers.inputs): strictness, presets, defaults, the assumptions ledger."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
-from solvers import schema
+from solvers import inputs
 from solvers.canonical import canonical_hash
 from solvers.catalog import ACCELERATORS, MODELS, REGIONS, fabric_entry
 from solvers.errors import FieldError, ScenarioError
+from solvers.inputs import fields, resolve, transformer_params, validate_part
+from solvers.inputs.training import DEFAULT_BATCH_TOKENS
 from solvers.ledger_defaults import DEFAULTS
-from solvers.schema import resolve, transformer_params, validate_part
 
 
 def base_doc() -> dict:
@@ -35,7 +36,7 @@ def paths_of(doc: object) -> list[str]:
     return [e.path for e in errors_of(doc)]
 
 
-def assumption(resolved: schema.Resolved, key: str) -> dict:
+def assumption(resolved: inputs.Resolved, key: str) -> dict:
     matches = [a for a in resolved.assumptions if a["key"] == key]
     assert matches, f"no assumption {key}"
     return matches[-1]
@@ -80,7 +81,7 @@ def test_unknown_catalog_key_suggests_the_close_one() -> None:
         ("layers", True, "must be an integer, got boolean"),
         ("layers", 80.5, "must be an integer"),
         ("layers", 0, "must be >= 1"),
-        ("layers", schema.MAX_LAYERS + 1, "must be <= 1,000"),
+        ("layers", fields.MAX_LAYERS + 1, "must be <= 1,000"),
         ("hidden", float("nan"), "must be finite"),
         ("hidden", float("inf"), "must be finite"),
         ("params", -1.0, "must be >= 1"),
@@ -96,13 +97,13 @@ def test_model_numbers_are_checked(field: str, value: object, fragment: str) -> 
 
 def test_gpu_limit_is_the_named_constant() -> None:
     doc = base_doc()
-    doc["cluster"]["gpus"] = schema.MAX_GPUS + 8
+    doc["cluster"]["gpus"] = fields.MAX_GPUS + 8
     errors = errors_of(doc)
     assert errors[0].path == "cluster.gpus"
-    assert f"{schema.MAX_GPUS:,}" in errors[0].message
-    assert schema.MAX_GPUS == 1_048_576
-    assert schema.MAX_SEQ_LEN == 10_000_000
-    assert schema.MAX_HIDDEN == 1_000_000
+    assert f"{fields.MAX_GPUS:,}" in errors[0].message
+    assert fields.MAX_GPUS == 1_048_576
+    assert fields.MAX_SEQ_LEN == 10_000_000
+    assert fields.MAX_HIDDEN == 1_000_000
 
 
 def test_every_error_is_collected_not_just_the_first() -> None:
@@ -372,7 +373,7 @@ def test_default_batch_divides_into_dp_times_microbatch() -> None:
     r = resolve(doc)
     seqs = r.training.global_batch_tokens // 4096
     assert seqs % (24 * 2) == 0
-    assert seqs * 4096 >= schema.DEFAULT_BATCH_TOKENS
+    assert seqs * 4096 >= DEFAULT_BATCH_TOKENS
 
 
 def test_every_ledger_input_is_resolved() -> None:
@@ -415,7 +416,7 @@ def test_equivalent_documents_hash_equal() -> None:
 def test_layout_batch_round_trip() -> None:
     r = resolve(base_doc())
     assert len(r.layouts) == 1
-    layout = schema.layout_from_batch(r.layouts, 0)
+    layout = inputs.layout_from_batch(r.layouts, 0)
     assert layout == r.document["training"]["layout"]
 
 
@@ -474,9 +475,9 @@ def test_huge_integers_are_refused_not_crashed() -> None:
     assert "~1e400" in errors[0].message
 
 
-@pytest.mark.parametrize("path", sorted(p for p in schema.FIELD_LIMITS if not p.endswith("[]")))
+@pytest.mark.parametrize("path", sorted(p for p in fields.FIELD_LIMITS if not p.endswith("[]")))
 def test_every_documented_limit_is_enforced_at_its_path(path: str) -> None:
-    limit = schema.FIELD_LIMITS[path]
+    limit = fields.FIELD_LIMITS[path]
     too_big = limit["maximum"] * 2 if limit["maximum"] >= 1 else limit["maximum"] + 1
     if limit["integer"]:
         too_big = int(too_big) + 1
@@ -497,7 +498,7 @@ def test_every_documented_limit_is_enforced_at_its_path(path: str) -> None:
 @pytest.fixture(scope="module")
 def json_validator():
     jsonschema = pytest.importorskip("jsonschema")
-    document = schema.scenario_json_schema()
+    document = inputs.scenario_json_schema()
     jsonschema.Draft202012Validator.check_schema(document)
     return jsonschema.Draft202012Validator(document)
 
@@ -518,7 +519,7 @@ def test_json_schema_accepts_every_example_and_resolved_document(json_validator)
     [
         {"modle": {}},
         {"model": {"preset": "llama3-40b"}},
-        {"cluster": {"gpus": schema.MAX_GPUS + 1}},
+        {"cluster": {"gpus": fields.MAX_GPUS + 1}},
         {"training": {"layout": "automatic"}},
         {"training": {"layout": {"schedule": "1F1B"}}},
         {"site": {"pue": 0.9}},
@@ -566,27 +567,29 @@ def test_input_hash_is_the_canonical_hash_of_the_resolved_document() -> None:
     named["model"]["name"] = "also a label"
     docs.append(named)
     for doc in docs:
-        for _ in range(2):  # the second time the parts come from the cache
-            resolved = resolve(copy.deepcopy(doc))
-            assert resolved.input_hash == canonical_hash(resolved.document)
+        resolved = resolve(copy.deepcopy(doc))
+        assert resolved.input_hash == canonical_hash(resolved.document)
     assert resolve(named).input_hash == resolve(base_doc()).input_hash
 
 
-def test_cached_parts_are_fresh_copies_and_keep_types_apart() -> None:
+def test_a_resolved_scenario_cannot_be_changed_through_what_it_hands_out() -> None:
     first = resolve(base_doc())
     first.document["cluster"]["reliability"]["other_mttf_h"].append(1.0)
     first.document["model"]["layers"] = 1
-    with pytest.raises(TypeError):
-        first.assumptions[0]["value"] = "changed"
+    first.assumptions[0]["value"] = "changed"
     first.assumptions.pop(0)
-    next(a for a in first.assumptions if isinstance(a["value"], list))["value"].append(2.0)
-    first.ledger_fields["gpus"] = 3
-    second = resolve(base_doc())
+    with pytest.raises(TypeError):
+        first.ledger_fields["gpus"] = 3  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        first.notes[0].value = "changed"  # type: ignore[misc]
+    with pytest.raises(ValueError):
+        first.layouts.tp[0] = 3
     fresh = resolve(copy.deepcopy(base_doc()))
-    assert second.document == fresh.document and second.assumptions == fresh.assumptions
-    assert second.document["cluster"]["reliability"]["other_mttf_h"] == []
-    assert second.ledger_fields["gpus"] == 512
-    # 512 and 512.0 resolve alike; true is not a GPU count even after 1 was cached.
+    assert first.document == fresh.document and first.assumptions == fresh.assumptions
+    assert first.document["cluster"]["reliability"]["other_mttf_h"] == []
+    assert first.ledger_fields["gpus"] == 512
+    second = resolve(base_doc())
+    # 512 and 512.0 resolve alike; true is not a GPU count, even right after 1 was resolved.
     doc = base_doc()
     doc["cluster"]["gpus"] = 512.0
     assert resolve(doc).document == second.document

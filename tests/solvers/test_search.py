@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from solvers import engine, solve
 from solvers.cli import search_main
 from solvers.errors import ScenarioError
+from solvers.inputs import resolve
 from solvers.report import compose_report
-from solvers.schema import resolve
 from solvers.search import (
     MAX_TOP,
     R_MEMORY,

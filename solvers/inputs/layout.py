@@ -1,0 +1,132 @@
+"""``training.layout``: one parallel layout (tp, pp, cp, ep, dp, schedule, ...) and its array form.
+
+``parse_layout`` checks the fields and the GPU split (tp*cp*pp divides gpus, dp is what remains);
+``layout_batch`` / ``layout_from_batch`` convert resolved layout dicts to and from a ``LayoutBatch``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from solvers.inputs import fields
+from solvers.inputs.reader import SCENARIO, Reader, join, read_choices, read_numbers, table_default
+from solvers.specs import RECOMPUTE_CODE, RECOMPUTE_POLICIES, SCHEDULE_CODE, SCHEDULES, LayoutBatch
+
+
+def parse_layout(r: Reader, raw: Any, path: str, gpus: int) -> dict[str, Any] | None:
+    given = r.section(raw, path)
+    if given is None:
+        return None
+    before = len(r.errors)
+    nums = read_numbers(r, given, path)
+    read_choices(r, given, path, nums)
+    if len(r.errors) > before:
+        return None
+    out: dict[str, Any] = {}
+    for field in fields.TABLE.keys(path):
+        if field in ("dp", "expert_tp"):
+            continue
+        # recorded without a unit (microbatch_seqs included), as reports have always carried them
+        out[field] = table_default(r, path, field, nums, unit="")
+    model_parallel = out["tp"] * out["pp"] * out["cp"]
+    if gpus % model_parallel:
+        r.error(
+            join(path, "tp"),
+            f"tp*cp*pp (={model_parallel:,}) must divide gpus (={gpus:,})",
+        )
+        return None
+    dp = gpus // model_parallel
+    if nums.get("dp") is not None and nums["dp"] != dp:
+        r.error(join(path, "dp"), f"must equal gpus / (tp*cp*pp) (={dp:,}), got {nums['dp']:,}")
+        return None
+    r.note(join(path, "dp"), dp, "", SCENARIO if nums.get("dp") is not None else "gpus / (tp*cp*pp)")
+    out["dp"] = dp
+    expert_tp = nums.get("expert_tp")
+    r.note(
+        join(path, "expert_tp"),
+        expert_tp if expert_tp is not None else out["tp"],
+        "",
+        SCENARIO if expert_tp is not None else "CONTRACT.md v1: experts use tp unless expert_tp is given",
+    )
+    out["expert_tp"] = int(expert_tp) if expert_tp is not None else int(out["tp"])
+    return out
+
+
+_LAYOUT_INT_FIELDS: tuple[str, ...] = (
+    "tp",
+    "pp",
+    "cp",
+    "ep",
+    "dp",
+    "microbatch_seqs",
+    "virtual_stages",
+    "zero_stage",
+    "expert_tp",
+)
+
+
+def layout_batch(layouts: list[dict[str, Any]]) -> LayoutBatch:
+    """Parallel arrays from resolved layout dicts (every LAYOUT_KEYS field explicit, dp resolved)."""
+    # One int64 and one bool matrix, one row per field: each LayoutBatch field is a row of them (two
+    # array constructions instead of fourteen).
+    ints = np.array(
+        [[int(lay[field]) for lay in layouts] for field in _LAYOUT_INT_FIELDS]
+        + [
+            [SCHEDULE_CODE[lay["schedule"]] for lay in layouts],
+            [RECOMPUTE_CODE[lay["recompute"]] for lay in layouts],
+        ],
+        dtype=np.int64,
+    ).reshape(len(_LAYOUT_INT_FIELDS) + 2, len(layouts))
+    flags = np.array(
+        [
+            [bool(lay["sequence_parallel"]) for lay in layouts],
+            [bool(lay["fsdp_reshard_after_forward"]) for lay in layouts],
+            [lay["grad_reduce_dtype"] == "fp32" for lay in layouts],
+        ],
+        dtype=np.bool_,
+    ).reshape(3, len(layouts))
+    named = dict(zip(_LAYOUT_INT_FIELDS, ints, strict=False))
+    return LayoutBatch(
+        tp=named["tp"],
+        pp=named["pp"],
+        cp=named["cp"],
+        ep=named["ep"],
+        dp=named["dp"],
+        microbatch_seqs=named["microbatch_seqs"],
+        schedule=ints[len(_LAYOUT_INT_FIELDS)],
+        virtual_stages=named["virtual_stages"],
+        sequence_parallel=flags[0],
+        zero_stage=named["zero_stage"],
+        fsdp_reshard_after_forward=flags[1],
+        expert_tp=named["expert_tp"],
+        recompute=ints[len(_LAYOUT_INT_FIELDS) + 1],
+        grad_reduce_fp32=flags[2],
+    )
+
+
+def layout_from_batch(batch: LayoutBatch, i: int) -> dict[str, Any]:
+    """Row ``i`` of a LayoutBatch as a resolved layout dict (the inverse of ``layout_batch``)."""
+    if i == 0 and len(batch) == 1:
+        one = batch.single  # python scalars
+    else:
+        one = SimpleNamespace(**{f.name: getattr(batch, f.name)[i].item() for f in dataclasses.fields(batch)})
+    return {
+        "tp": one.tp,
+        "pp": one.pp,
+        "cp": one.cp,
+        "ep": one.ep,
+        "dp": one.dp,
+        "microbatch_seqs": one.microbatch_seqs,
+        "schedule": SCHEDULES[one.schedule],
+        "virtual_stages": one.virtual_stages,
+        "sequence_parallel": one.sequence_parallel,
+        "zero_stage": one.zero_stage,
+        "fsdp_reshard_after_forward": one.fsdp_reshard_after_forward,
+        "expert_tp": one.expert_tp,
+        "recompute": RECOMPUTE_POLICIES[one.recompute],
+        "grad_reduce_dtype": "fp32" if one.grad_reduce_fp32 else "bf16",
+    }

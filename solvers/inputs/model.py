@@ -1,0 +1,235 @@
+"""The ``model`` part: a catalog preset or an explicit shape -> ``ModelSpec`` and its explicit document."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from solvers import catalog
+from solvers.inputs import fields
+from solvers.inputs.reader import SCENARIO, Reader, join, read_numbers, resolve_value
+from solvers.specs import ModelSpec, MoESpec
+
+DEFAULT_MODEL_PRESET = "llama3-8b"
+PATH = "model"
+
+
+def _model_preset_source(key: str, field: str) -> str:
+    sources = catalog.MODELS[key]["sources"]
+    cite = sources.get(field) or sources.get("shape") or ""
+    return f"model preset '{key}': {cite}".rstrip(": ")
+
+
+def transformer_params(
+    *,
+    layers: int,
+    hidden: int,
+    ffn_hidden: int,
+    heads: int,
+    kv_heads: int,
+    vocab: int,
+    gated_mlp: bool,
+    tied_embeddings: bool,
+    moe: Mapping[str, int] | None,
+) -> tuple[float, float]:
+    """(total, active) parameter counts of a decoder-only transformer from its shape.
+
+    Per layer: attention 2 h^2 + 2 h (kv_heads x h/heads) (Q and O full width, K and V shared by the
+    grouped-query heads, Ainslie et al. 2023), MLP m x h x ffn with m = 3 for SwiGLU (Shazeer 2020) and 2
+    otherwise, two norms 2h. An MoE layer has (experts + shared) MLPs of width ``expert_ffn_hidden`` plus a
+    router h x experts, and a token touches top_k + shared of them. Embeddings: vocab x h, twice unless tied;
+    biases are left out (< 0.1%).
+
+    Example: Llama 3 405B (126 x 16,384, FFN 53,248, 128/8 heads, vocab 128,256, SwiGLU, untied):
+    126 x (570.4M + 2,617.2M + 32.8K) + 2 x 2.10B = 405.8B, against 405B published (Llama 3 Table 3).
+    """
+    head_dim = hidden / heads
+    attention = 2.0 * hidden * hidden + 2.0 * hidden * kv_heads * head_dim
+    mats = 3.0 if gated_mlp else 2.0
+    norms = 2.0 * hidden
+    dense_layer = attention + mats * hidden * ffn_hidden + norms
+    embeddings = vocab * hidden * (1.0 if tied_embeddings else 2.0) + hidden
+    if not moe:
+        total = layers * dense_layer + embeddings
+        return total, total
+    expert = mats * hidden * moe["expert_ffn_hidden"]
+    moe_layers = moe["moe_layers"]
+    base = attention + norms + hidden * moe["experts"]
+    moe_total = base + (moe["experts"] + moe["shared_experts"]) * expert
+    moe_active = base + (moe["top_k"] + moe["shared_experts"]) * expert
+    dense = (layers - moe_layers) * dense_layer + embeddings
+    return dense + moe_layers * moe_total, dense + moe_layers * moe_active
+
+
+def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None, dict[str, Any], int | None]:
+    """Returns the ModelSpec, its explicit document and the preset's pre-training sequence length."""
+    given = r.section(raw, path)
+    if given is None:
+        return None, {}, None
+    preset_key: str | None = None
+    preset: dict[str, Any] | None = None
+    shape_fields = ("layers", "hidden", "heads", "vocab")
+    if "preset" in given and given["preset"] is not None:
+        preset_key = r.key(given["preset"], join(path, "preset"), catalog.MODELS, "model")
+        if preset_key is None:
+            return None, {}, None
+        preset = catalog.MODELS[preset_key]
+        r.note(join(path, "preset"), preset_key, "", SCENARIO)
+    elif not any(f in given for f in shape_fields):
+        preset_key = DEFAULT_MODEL_PRESET
+        preset = catalog.MODELS[preset_key]
+        r.note(join(path, "preset"), preset_key, "", "convention: Llama 3 8B when no model is described")
+        r.warnings.append(f"model: no model given; using the catalog preset '{preset_key}'")
+    nums = read_numbers(r, given, path)
+    for flag in ("gated_mlp", "tied_embeddings", "dropout"):
+        if flag in given:
+            parsed = r.boolean(given[flag], join(path, flag))
+            if parsed is not None:
+                nums[flag] = parsed
+    name = given.get("name")
+    if name is not None and r.text(name, join(path, "name")) is None:
+        name = None
+
+    def psrc(field: str) -> str:
+        return _model_preset_source(preset_key or "", field)
+
+    if preset is None:
+        missing = [f for f in shape_fields if f not in given]
+        for field in missing:
+            r.error(join(path, field), "required (or give model.preset)")
+    if r.failed_under(path):
+        return None, {}, None
+
+    def pick(field: str, default: Any = None, source: str = "") -> Any:
+        row = fields.TABLE[join(path, field)]
+        if row.has_default:
+            default, source = row.default, row.source
+        return resolve_value(
+            r,
+            path,
+            field,
+            nums,
+            preset=preset,
+            preset_source=psrc if preset else None,
+            default=default,
+            default_source=source,
+            unit=row.unit,
+        )
+
+    layers = int(pick("layers"))
+    hidden = int(pick("hidden"))
+    heads = int(pick("heads"))
+    vocab = int(pick("vocab"))
+    gated = bool(pick("gated_mlp"))
+    if gated:
+        ffn_default = int(math.ceil(8 * hidden / 3 / 256) * 256)
+        ffn_src = "convention: SwiGLU width 8h/3 rounded up to a multiple of 256 (Llama reference code)"
+    else:
+        ffn_default, ffn_src = 4 * hidden, "convention: 4 x hidden (GPT-3, Brown et al. 2020 §2.1)"
+    ffn_hidden = int(pick("ffn_hidden", ffn_default, ffn_src))
+    kv_heads = int(pick("kv_heads", heads, "convention: multi-head attention, kv_heads = heads"))
+    tied = bool(pick("tied_embeddings"))
+    dropout = bool(pick("dropout"))
+
+    if hidden % heads:
+        r.error(join(path, "hidden"), f"must be divisible by model.heads (={heads:,})")
+    if heads % kv_heads:
+        r.error(join(path, "kv_heads"), f"must divide model.heads (={heads:,})")
+
+    moe_doc: dict[str, int] | None = None
+    moe_src_given = "moe" in given
+    moe_raw = given["moe"] if moe_src_given else (preset or {}).get("moe")
+    if moe_raw is not None:
+        moe_path = join(path, "moe")
+        moe_given = r.mapping(moe_raw, moe_path, fields.TABLE.keys(moe_path))
+        if moe_given is not None:
+            moe_nums = read_numbers(r, moe_given, moe_path)
+            if moe_src_given:
+                for field in ("experts", "top_k", "expert_ffn_hidden"):
+                    if field not in moe_given:
+                        r.error(join(moe_path, field), "required for a mixture-of-experts model")
+            if len(moe_nums) == len(moe_given) and not r.failed_under(moe_path):
+                source = SCENARIO if moe_src_given else f"model preset '{preset_key}': " + psrc("shape")
+                moe_doc = {
+                    "experts": int(moe_nums["experts"]),
+                    "top_k": int(moe_nums["top_k"]),
+                    "expert_ffn_hidden": int(moe_nums["expert_ffn_hidden"]),
+                    "shared_experts": int(
+                        moe_nums.get("shared_experts", fields.TABLE[join(moe_path, "shared_experts")].default)
+                    ),
+                    "moe_layers": int(moe_nums.get("moe_layers", layers)),
+                }
+                for field, value in moe_doc.items():
+                    src = source if field in moe_given or not moe_src_given else "convention: default"
+                    if field == "shared_experts" and field not in moe_given:
+                        src = fields.TABLE[join(moe_path, field)].source
+                    if field == "moe_layers" and field not in moe_given:
+                        src = "convention: every layer is an MoE layer"
+                    r.note(join(moe_path, field), value, "", src)
+                if moe_doc["top_k"] > moe_doc["experts"]:
+                    r.error(
+                        join(moe_path, "top_k"), f"must be <= model.moe.experts (={moe_doc['experts']:,})"
+                    )
+                if moe_doc["moe_layers"] > layers:
+                    r.error(join(moe_path, "moe_layers"), f"must be <= model.layers (={layers:,})")
+
+    derived_total, derived_active = transformer_params(
+        layers=layers,
+        hidden=hidden,
+        ffn_hidden=ffn_hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        vocab=vocab,
+        gated_mlp=gated,
+        tied_embeddings=tied,
+        moe=moe_doc,
+    )
+    derived_src = "derived from the architecture (solvers.inputs.model.transformer_params)"
+    params = float(pick("params", derived_total, derived_src))
+    if moe_doc is None:
+        active_default, active_src = params, "dense model: active_params = params"
+    else:
+        # Keep the published total and remove the experts a token does not visit.
+        active_default = params - (derived_total - derived_active)
+        active_src = "params minus the routed experts a token skips (solvers.inputs.model.transformer_params)"
+    active = float(pick("active_params", active_default, active_src))
+    if active <= 0:
+        r.error(join(path, "active_params"), "must be > 0 (the experts outweigh params)")
+    elif active > params:
+        r.error(join(path, "active_params"), f"must be <= model.params (={params:.4g})")
+    model_name = name if name is not None else (preset["name"] if preset else "custom")
+    if r.failed_under(path):
+        return None, {}, None
+
+    doc: dict[str, Any] = {
+        "name": model_name,
+        "layers": layers,
+        "hidden": hidden,
+        "ffn_hidden": ffn_hidden,
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "vocab": vocab,
+        "params": params,
+        "active_params": active,
+        "gated_mlp": gated,
+        "tied_embeddings": tied,
+        "dropout": dropout,
+        "moe": moe_doc,
+    }
+    spec = ModelSpec(
+        name=model_name,
+        layers=layers,
+        hidden=hidden,
+        ffn_hidden=ffn_hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        vocab=vocab,
+        params=params,
+        active_params=active,
+        moe=MoESpec(**moe_doc) if moe_doc else None,
+        gated_mlp=gated,
+        dropout=dropout,
+    )
+    preset_seq = int(preset["seq_len"]) if preset is not None and "seq_len" in preset else None
+    return spec, doc, preset_seq

@@ -1,0 +1,327 @@
+"""Scenario document (CONTRACT.md v1) -> ``Resolved``: validated specs, a layout batch, the ledger's fields and
+the assumptions ledger, computed once per call and kept nowhere.
+
+Parsing is strict: an unknown key is an error (with "did you mean" when a known key is close), every number
+must be finite, of the right type and inside the limits of the field table (``solvers.inputs.fields``), and
+every catalog key must exist. All errors found are collected into one ``ScenarioError``, each naming its path.
+
+Resolution merges presets and fills defaults in this order, highest first: explicit field > preset the
+scenario names (model.preset, cluster.node, cluster.accelerator, cluster.scale_up / scale_out, site.region) >
+default (the field table's, or the convention its parser names). Every value the numbers rest on is written
+to the assumptions ledger ``[{key, value, unit, source}]``: "scenario" when the user gave it, the preset's
+citation when a preset did, the default's source otherwise.
+
+The resolved ``document`` is itself a complete, valid scenario document (presets expanded, every default
+explicit), so re-solving it gives the same report, and ``canonical_hash(document)`` identifies the input
+(``Resolved.input_hash``). A ``Resolved`` is immutable: reuse is the caller's choice (hold it, re-price it
+with ``with_prices``), as with a fitted estimator; nothing is cached between calls.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from solvers.canonical import canonical_hash
+from solvers.errors import ScenarioError, SolverInternalError
+from solvers.inputs import fields
+from solvers.inputs.cluster import parse_cluster
+from solvers.inputs.economics import parse_economics
+from solvers.inputs.fields import PARTS, SCHEMA_VERSION
+from solvers.inputs.layout import layout_batch
+from solvers.inputs.model import parse_model
+from solvers.inputs.reader import SCENARIO, Assumption, Reader
+from solvers.inputs.site import parse_site
+from solvers.inputs.training import parse_training, parse_training_alone
+from solvers.plain import all_plain_finite
+from solvers.specs import ClusterSpec, LayoutBatch, ModelSpec, TrainingSpec
+
+TOP_KEYS: tuple[str, ...] = fields.TABLE.keys("")
+
+
+@dataclass(frozen=True)
+class LedgerFields(Mapping[str, Any]):
+    """Every ``solvers.ledger.LedgerInputs`` field but the step's (step_s, gpu_busy_fraction,
+    tokens_per_step). Reads like a mapping, so ``LedgerInputs(*step, **fields)`` takes it as it is."""
+
+    gpus: int
+    gpus_per_node: int
+    accelerator_tdp_w: float
+    accelerator_unit_price_usd: float
+    accelerator_embodied_kgco2e: float
+    storage_write_gb_s: float
+    storage_per_writer_gb_s: float
+    host_w_per_node: float
+    idle_fraction: float
+    gpu_mttf_h: float
+    nic_mttf_h: float
+    psu_mttf_h: float
+    nics_per_node: int
+    psus_per_node: int
+    other_mttf_h: tuple[float, ...]
+    restart_s: float
+    mtbf_convention: str
+    params: float
+    optimizer: str
+    precision: str
+    total_tokens: float | None
+    checkpoint_interval_h: float | None
+    checkpoint_writers: int | None
+    interval_method: str
+    goodput_ledger: str
+    grid_gco2_per_kwh: float
+    pue: float
+    wue_l_per_kwh: float
+    electricity_usd_per_kwh: float
+    job_days: float | None
+    amortization_years: float
+    infra_multiplier: float
+    maintenance_per_year: float
+    cloud_usd_per_gpu_hour: float | None
+    embodied_lifetime_years: float
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_LEDGER_NAMES)
+
+    def __len__(self) -> int:
+        return len(_LEDGER_NAMES)
+
+    def replaced(self, changes: Mapping[str, Any]) -> LedgerFields:
+        """A copy with ``changes`` (field name -> value): ``dataclasses.replace`` without re-running the
+        constructor over all 35 fields, a third of its time (it re-prices hundreds of plans at once)."""
+        unknown = set(changes) - _LEDGER_SET
+        if unknown:
+            raise TypeError(f"unknown ledger field(s): {', '.join(sorted(unknown))}")
+        new = copy.copy(self)
+        for name, value in changes.items():
+            object.__setattr__(new, name, value)
+        return new
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in _LEDGER_SET:
+            raise KeyError(name)
+        return getattr(self, name)
+
+
+_LEDGER_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(LedgerFields))
+_LEDGER_SET = frozenset(_LEDGER_NAMES)
+
+# The ledger field each price of the document fills (``Resolved.with_prices``).
+_PRICE_LEDGER: dict[str, str] = {
+    "cluster.accelerator.unit_price_usd": "accelerator_unit_price_usd",
+    "site.electricity_usd_per_kwh": "electricity_usd_per_kwh",
+    "economics.cloud_usd_per_gpu_hour": "cloud_usd_per_gpu_hour",
+}
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A fully resolved scenario: what the engine and the ledger need, and how each value was chosen.
+
+    Immutable throughout: specs are frozen dataclasses, the layout arrays are read-only, the document is kept
+    as its JSON text and the assumptions as ``Assumption`` rows. ``document`` and ``assumptions`` give the
+    caller a fresh dict and list every time they are read. ``with_prices`` gives the same scenario at other
+    prices without parsing anything again.
+    """
+
+    document_json: str  # complete explicit scenario document (presets expanded, defaults filled), as JSON
+    model: ModelSpec
+    cluster: ClusterSpec
+    training: TrainingSpec
+    layouts: LayoutBatch  # one layout; empty when layout_auto (solvers.search enumerates the candidates)
+    layout_auto: bool
+    ledger_fields: LedgerFields
+    notes: tuple[Assumption, ...]
+    warnings: tuple[str, ...]
+    document_hash: str  # canonical_hash of the document in ``document_json``
+    # Prices set by ``with_prices`` over ``document_json``: (document path, value), in the order first set.
+    prices: tuple[tuple[str, float | None], ...] = ()
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """The resolved document (prices included), a new copy on each read."""
+        document: dict[str, Any] = json.loads(self.document_json)
+        for path, value in self.prices:
+            part, _, name = path.rpartition(".")
+            target = document
+            for key in part.split("."):
+                target = target[key]
+            target[name] = value
+        return document
+
+    @property
+    def input_hash(self) -> str:
+        """``canonical_hash(document)``: what identifies the input (labels left out)."""
+        return canonical_hash(self.document) if self.prices else self.document_hash
+
+    @property
+    def assumptions(self) -> list[dict[str, Any]]:
+        """The assumptions ledger as report entries, a new list on each read."""
+        return [note.as_dict() for note in self.notes]
+
+    def with_prices(self, prices: Mapping[str, float | None]) -> Resolved:
+        """This scenario with other prices, without parsing its document again.
+
+        ``prices`` maps a price field's path (``cluster.accelerator.unit_price_usd``,
+        ``site.electricity_usd_per_kwh``, ``economics.cloud_usd_per_gpu_hour``: the table's ``price`` rows)
+        to its new value, checked against the table's limits; a path left out keeps its price. The result is
+        what ``resolve`` gives for the document with those prices written in: the same document, specs,
+        ledger fields and input hash, and the price's assumption entry with source "scenario". The document
+        and its hash are only made again when read, so re-pricing many held plans costs little per plan.
+        Raises ``ScenarioError`` naming the field for an unknown path or a value out of its limits.
+        Example: ``resolved.with_prices({"site.electricity_usd_per_kwh": 0.08})``.
+        """
+        r = Reader()
+        values: dict[str, float | None] = {}
+        for path, value in prices.items():
+            if path not in _PRICE_LEDGER or path not in fields.TABLE or not fields.TABLE[path].price:
+                r.error(str(path), "not a price field")
+                continue
+            row = fields.TABLE[path]
+            if value is None and row.nullable:
+                values[path] = None
+                continue
+            parsed = r.field_number(value, row)
+            if parsed is not None:
+                values[path] = float(parsed)
+        if r.errors:
+            raise ScenarioError(r.errors)
+        if not values:
+            return self
+        cluster = self.cluster
+        unit_price = values.get("cluster.accelerator.unit_price_usd")
+        if unit_price is not None:  # never null: the row is not nullable
+            accelerator = dataclasses.replace(cluster.accelerator, unit_price_usd=unit_price)
+            cluster = dataclasses.replace(cluster, accelerator=accelerator)
+        notes = list(self.notes)
+        for i in _price_notes(notes, values):
+            notes[i] = notes[i]._replace(value=values[notes[i].key], source=SCENARIO)
+        changes: dict[str, Any] = {_PRICE_LEDGER[path]: value for path, value in values.items()}
+        merged = dict(self.prices)
+        merged.update(values)
+        return dataclasses.replace(
+            self,
+            cluster=cluster,
+            ledger_fields=self.ledger_fields.replaced(changes),
+            notes=tuple(notes),
+            prices=tuple(merged.items()),
+        )
+
+
+def _price_notes(notes: list[Assumption], values: Mapping[str, Any]) -> list[int]:
+    """The positions of the notes of the prices in ``values`` (resolve notes each price once)."""
+    keys = set(values)
+    return [i for i, note in enumerate(notes) if note.key in keys]
+
+
+def _dumps(document: Mapping[str, Any]) -> str:
+    """JSON text that ``json.loads`` turns back into an equal document (floats round-trip exactly)."""
+    return json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def resolve(document: Any) -> Resolved:
+    """Validate a scenario document and resolve it; raises ``ScenarioError`` listing every broken rule.
+
+    Layout rules that need the engine (batch divisibility, ep, heads, experts) are checked by
+    ``solvers.engine.check_layouts`` when the scenario is solved; this function checks types, limits,
+    catalog keys, the GPU count split (tp*cp*pp divides gpus) and the batch's multiple of the sequence length.
+    """
+    r = Reader()
+    top = r.mapping(document, "", TOP_KEYS)
+    if top is None:
+        raise ScenarioError(r.errors)
+    if "schema_version" in top and top["schema_version"] != SCHEMA_VERSION:
+        r.error("schema_version", f"must be {SCHEMA_VERSION}, got {top['schema_version']!r}")
+    for text_field in ("name", "description"):
+        if text_field in top:
+            r.text(top[text_field], text_field, max_len=fields.TABLE[text_field].max_len)
+    model, model_doc, preset_seq = parse_model(r, top.get("model"))
+    cluster = parse_cluster(r, top.get("cluster"))
+    site = parse_site(r, top.get("site"))
+    economics = parse_economics(r, top.get("economics"))
+    training = parse_training(
+        r,
+        top.get("training"),
+        "training",
+        model=model,
+        cluster=cluster.spec if cluster else None,
+        preset_seq=preset_seq,
+    )
+    if r.errors or model is None or cluster is None or site is None or economics is None or training is None:
+        raise ScenarioError(r.errors)
+    # Checked here once, so that no report has to walk these again.
+    if not all_plain_finite([a.value for a in r.assumptions]):
+        raise SolverInternalError("an assumption of the resolved scenario is not a plain finite value")
+    train_spec, train_doc, layouts, auto, train_ledger = training
+    document_out: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "model": model_doc,
+        "cluster": cluster.doc,
+        "site": site,
+        "training": train_doc,
+        "economics": economics,
+    }
+    for text_field in ("name", "description"):
+        if text_field in top:
+            document_out[text_field] = top[text_field]
+    ledger_fields = LedgerFields(
+        **cluster.ledger,
+        params=model.params,
+        **train_ledger,
+        grid_gco2_per_kwh=site["grid_gco2_per_kwh"],
+        pue=site["pue"],
+        wue_l_per_kwh=site["wue_l_per_kwh"],
+        electricity_usd_per_kwh=site["electricity_usd_per_kwh"],
+        job_days=economics["job_days"],
+        amortization_years=economics["amortization_years"],
+        infra_multiplier=economics["infra_multiplier"],
+        maintenance_per_year=economics["maintenance_per_year"],
+        cloud_usd_per_gpu_hour=economics["cloud_usd_per_gpu_hour"],
+        embodied_lifetime_years=economics["embodied_lifetime_years"],
+    )
+    batch = layout_batch(layouts)
+    batch.freeze()
+    return Resolved(
+        document_json=_dumps(document_out),
+        model=model,
+        cluster=cluster.spec,
+        training=train_spec,
+        layouts=batch,
+        layout_auto=auto,
+        ledger_fields=ledger_fields,
+        notes=tuple(r.assumptions),
+        warnings=tuple(r.warnings),
+        document_hash=canonical_hash(document_out),
+    )
+
+
+def validate_part(part: str, data: Any) -> dict[str, Any]:
+    """Validate one part of a scenario on its own ("model", "cluster", "site", "training", "economics").
+
+    Returns the part's resolved document (presets expanded, defaults filled); raises ``ScenarioError`` with
+    paths prefixed by the part name (``cluster.gpus: ...``). ``training`` alone is checked for its own
+    fields, types, limits and enums; the rules that need the model and cluster (GPU split, batch
+    divisibility, precision supported by the accelerator) wait until a plan joins the parts.
+    """
+    if part not in PARTS:
+        raise ScenarioError.single("", f"unknown part '{part}'; expected one of {', '.join(PARTS)}")
+    r = Reader()
+    out: dict[str, Any] | None
+    if part == "model":
+        _spec, out, _seq = parse_model(r, data)
+    elif part == "cluster":
+        parts = parse_cluster(r, data)
+        out = parts.doc if parts else None
+    elif part == "site":
+        out = parse_site(r, data)
+    elif part == "economics":
+        out = parse_economics(r, data)
+    else:
+        out = parse_training_alone(r, data)
+    if r.errors or out is None:
+        raise ScenarioError(r.errors)
+    return out

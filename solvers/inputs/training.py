@@ -1,0 +1,246 @@
+"""The ``training`` part: sequence length, batch, total tokens, precision, optimizer, layout, efficiency and
+checkpointing. It needs the resolved model and cluster (the GPU split, the accelerator's peaks); ``alone``
+checks the part's own fields when no plan joins it to a model and a cluster yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from solvers.inputs import fields
+from solvers.inputs.fields import MAX_GPUS
+from solvers.inputs.layout import parse_layout
+from solvers.inputs.reader import (
+    SCENARIO,
+    Reader,
+    join,
+    read_choices,
+    read_numbers,
+    resolve_value,
+    table_default,
+)
+from solvers.specs import (
+    PRECISIONS,
+    AcceleratorSpec,
+    ClusterSpec,
+    LinkSpec,
+    ModelSpec,
+    OverlapSpec,
+    TrainingSpec,
+)
+
+PATH = "training"
+
+# Default global batch when the scenario gives none: ~4M tokens, the order of GPT-3 175B's 3.2M
+# (Brown et al. 2020, Table 2.1) and Llama 3's first stage (4M, Llama 3 §3.4.1).
+DEFAULT_BATCH_TOKENS = 4_194_304
+DEFAULT_SEQ_LEN = 4096
+
+
+def parse_training(
+    r: Reader,
+    raw: Any,
+    path: str,
+    *,
+    model: ModelSpec | None,
+    cluster: ClusterSpec | None,
+    preset_seq: int | None,
+) -> tuple[TrainingSpec, dict[str, Any], list[dict[str, Any]], bool, dict[str, Any]] | None:
+    """(spec, explicit document, resolved layouts, layout is auto, the ledger's training fields), or None
+    when a rule is broken (every broken rule is reported, the layout's too)."""
+    given = r.section(raw, path)
+    if given is None:
+        return None
+    before = len(r.errors)
+    nums = read_numbers(r, given, path)
+    read_choices(r, given, path, nums)
+    eff_path = join(path, "efficiency")
+    eff = r.section(given.get("efficiency") or {}, eff_path) or {}
+    compute_eff: float | None = read_numbers(r, eff, eff_path).get("compute")
+    ov_path = join(eff_path, "overlap")
+    ov_given = r.section(eff.get("overlap") or {}, ov_path) or {}
+    overlap_nums = read_numbers(r, ov_given, ov_path)
+    ck_path = join(path, "checkpoint")
+    ck_given = r.section(given.get("checkpoint") or {}, ck_path) or {}
+    ck_nums = read_numbers(r, ck_given, ck_path)
+    read_choices(r, ck_given, ck_path, ck_nums)
+    layout_raw = given.get("layout")
+    auto = isinstance(layout_raw, str)
+    if auto and layout_raw != "auto":
+        r.error(join(path, "layout"), f"must be an object or the string 'auto', got '{layout_raw}'")
+        return None
+    if model is None or cluster is None:
+        return None
+    # Fields already in error fall back to their defaults below so that the layout is still checked and
+    # every broken rule is reported at once; the function returns None at the end.
+
+    seq_default = preset_seq or DEFAULT_SEQ_LEN
+    seq_src = "model preset: its pre-training sequence length" if preset_seq else "convention: 4,096 tokens"
+    seq_len = int(
+        resolve_value(
+            r,
+            path,
+            "seq_len",
+            nums,
+            preset=None,
+            preset_source=None,
+            default=seq_default,
+            default_source=seq_src,
+            unit=fields.TABLE[join(path, "seq_len")].unit,
+        )
+    )
+    precision = str(table_default(r, path, "precision", nums))
+    if precision not in cluster.accelerator.peak_tflops:
+        r.error(
+            join(path, "precision"),
+            f"accelerator '{cluster.accelerator.name}' has no {precision} peak "
+            f"(has {', '.join(sorted(cluster.accelerator.peak_tflops))})",
+        )
+    optimizer = str(table_default(r, path, "optimizer", nums))
+    fused_attention = bool(table_default(r, path, "fused_attention", nums))
+    total_tokens = table_default(r, path, "total_tokens", nums)
+
+    layouts: list[dict[str, Any]]
+    if len(r.errors) > before:
+        if not auto:
+            parse_layout(r, layout_raw, join(path, "layout"), cluster.gpus)
+        return None
+    if auto:
+        # The candidates are enumerated by solvers.search, the same engine run over every layout.
+        r.note(join(path, "layout"), "auto", "", SCENARIO)
+        layouts = []
+    else:
+        layout = parse_layout(r, layout_raw, join(path, "layout"), cluster.gpus)
+        if layout is None:
+            return None
+        layouts = [layout]
+
+    # Global batch: tokens or sequences; both must agree.
+    tokens = nums.get("global_batch_tokens")
+    seqs = nums.get("global_batch_seqs")
+    if tokens is not None and tokens % seq_len:
+        r.error(join(path, "global_batch_tokens"), f"must be a multiple of training.seq_len (={seq_len:,})")
+        return None
+    if tokens is not None and seqs is not None and tokens != seqs * seq_len:
+        r.error(
+            join(path, "global_batch_seqs"),
+            f"must equal global_batch_tokens / seq_len (={tokens // seq_len:,}) when both are given",
+        )
+        return None
+    if tokens is not None:
+        batch_seqs, batch_src = tokens // seq_len, SCENARIO
+    elif seqs is not None:
+        batch_seqs, batch_src = int(seqs), SCENARIO
+    else:
+        target = max(1, DEFAULT_BATCH_TOKENS // seq_len)
+        if auto:
+            batch_seqs = target
+        else:
+            unit = layouts[0]["dp"] * layouts[0]["microbatch_seqs"]
+            batch_seqs = -(-target // unit) * unit
+        batch_src = (
+            "convention: ~4M tokens per step (GPT-3 Table 2.1; Llama 3 §3.4.1), rounded up to a multiple of "
+            "dp x microbatch_seqs"
+        )
+    r.note(join(path, "global_batch_seqs"), batch_seqs, "sequences", batch_src)
+    r.note(join(path, "global_batch_tokens"), batch_seqs * seq_len, "tokens", batch_src)
+
+    if compute_eff is not None:
+        efficiency, eff_src = compute_eff, SCENARIO
+    else:
+        efficiency = cluster.accelerator.compute_efficiency
+        eff_src = "cluster.accelerator.compute_efficiency"
+    r.note(join(eff_path, "compute"), efficiency, "fraction", eff_src)
+    overlap: dict[str, float] = {}
+    for dim in fields.TABLE.keys(ov_path):
+        overlap[dim] = float(table_default(r, ov_path, dim, overlap_nums))
+    checkpoint: dict[str, Any] = {}
+    for field in fields.TABLE.keys(ck_path):
+        checkpoint[field] = table_default(r, ck_path, field, ck_nums)
+    if len(r.errors) > before:
+        return None
+
+    spec = TrainingSpec(
+        seq_len=seq_len,
+        global_batch_tokens=batch_seqs * seq_len,
+        precision=precision,
+        optimizer=optimizer,
+        compute_efficiency=efficiency,
+        overlap=OverlapSpec(**overlap),
+        fused_attention=fused_attention,
+    )
+    doc = {
+        "seq_len": seq_len,
+        "global_batch_tokens": batch_seqs * seq_len,
+        "total_tokens": None if total_tokens is None else float(total_tokens),
+        "precision": precision,
+        "optimizer": optimizer,
+        "fused_attention": fused_attention,
+        "layout": "auto" if auto else dict(layouts[0]),
+        "efficiency": {"compute": efficiency, "overlap": overlap},
+        "checkpoint": checkpoint,
+    }
+    ledger = {
+        "optimizer": optimizer,
+        "precision": precision,
+        "total_tokens": None if total_tokens is None else float(total_tokens),
+        "checkpoint_interval_h": None
+        if checkpoint["interval_h"] is None
+        else float(checkpoint["interval_h"]),
+        "checkpoint_writers": None if checkpoint["writers"] is None else int(checkpoint["writers"]),
+        "interval_method": str(checkpoint["interval_method"]),
+        "goodput_ledger": str(checkpoint["goodput_ledger"]),
+    }
+    return spec, doc, layouts, auto, ledger
+
+
+def parse_training_alone(r: Reader, data: Any) -> dict[str, Any] | None:
+    """Training without its model and cluster: check fields and enums; layout divisibility waits for a plan."""
+    given = r.section(data, PATH)
+    if given is None:
+        return None
+    layout = given.get("layout")
+    # A stand-in cluster large enough for any layout's product keeps the GPU-count rule out of this check.
+    probe_gpus = 1
+    if isinstance(layout, Mapping):
+        for dim in ("tp", "pp", "cp"):
+            value = layout.get(dim, 1)
+            if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_GPUS:
+                probe_gpus *= value
+        probe_gpus = min(probe_gpus, MAX_GPUS)
+        dp = layout.get("dp")
+        if isinstance(dp, int) and not isinstance(dp, bool) and 1 <= dp <= MAX_GPUS:
+            probe_gpus = min(probe_gpus * dp, MAX_GPUS * MAX_GPUS)
+    probe_accel = AcceleratorSpec(
+        name="any",
+        peak_tflops={p: 1.0 for p in PRECISIONS},
+        hbm_gb=1.0,
+        hbm_tb_s=1.0,
+        tdp_w=1.0,
+        unit_price_usd=0.0,
+        embodied_kgco2e=0.0,
+        compute_efficiency=0.5,
+    )
+    link = LinkSpec(bandwidth_gb_s=1.0, latency_us=0.0)
+    probe_cluster = ClusterSpec(
+        accelerator=probe_accel, gpus=probe_gpus, gpus_per_node=1, scale_up=link, scale_out=link
+    )
+    probe_model = ModelSpec(
+        name="any",
+        layers=1,
+        hidden=1,
+        ffn_hidden=1,
+        heads=1,
+        kv_heads=1,
+        vocab=1,
+        params=1.0,
+        active_params=1.0,
+    )
+    out = parse_training(r, given, PATH, model=probe_model, cluster=probe_cluster, preset_seq=None)
+    if out is None:
+        return None
+    doc = out[1]
+    if isinstance(doc.get("layout"), dict) and not (isinstance(layout, Mapping) and "dp" in layout):
+        doc["layout"]["dp"] = None
+    return doc

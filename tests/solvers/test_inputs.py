@@ -1,0 +1,213 @@
+"""The field table is the one place that knows a field; a resolved scenario is immutable and re-priced
+without being parsed again; nothing of a document is kept between calls (``solvers.inputs``)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from solvers import ledger_defaults, prices, solve_resolved
+from solvers.errors import ScenarioError
+from solvers.inputs import fields, resolve, scenario, scenario_json_schema, validate_part
+from solvers.inputs.table import Field, FieldTable
+
+NEW = Field(
+    "site.heat_reuse_fraction",
+    "number",
+    "fraction",
+    0,
+    1,
+    default=0.0,
+    source="convention: no waste heat is reused",
+)
+
+
+@pytest.fixture
+def one_more_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = list(fields.FIELDS)
+    rows.insert(rows.index(fields.TABLE["site.electricity_usd_per_kwh"]) + 1, NEW)
+    monkeypatch.setattr(fields, "TABLE", FieldTable(rows))
+
+
+def _entry(resolved: scenario.Resolved, key: str) -> dict[str, Any]:
+    return next(a for a in resolved.assumptions if a["key"] == key)
+
+
+def _errors(document: dict[str, Any]) -> list[tuple[str, str]]:
+    with pytest.raises(ScenarioError) as info:
+        resolve(document)
+    return [(e.path, e.message) for e in info.value.errors]
+
+
+def test_a_field_is_one_row_and_reaches_parser_schema_limits_and_assumptions(one_more_row: None) -> None:
+    given = resolve({"site": {"region": "quebec", "heat_reuse_fraction": 0.25}})
+    assert given.document["site"]["heat_reuse_fraction"] == 0.25
+    entry = {"key": NEW.path, "value": 0.25, "unit": "fraction", "source": "scenario"}
+    assert _entry(given, NEW.path) == entry
+    defaulted = resolve({})
+    assert _entry(defaulted, NEW.path) == {**entry, "value": 0.0, "source": NEW.source}
+    assert validate_part("site", {"heat_reuse_fraction": 1})["heat_reuse_fraction"] == 1.0
+    assert _errors({"site": {"heat_reuse_fraction": 1.5}}) == [(NEW.path, "must be <= 1, got 1.5")]
+    assert _errors({"site": {"heat_reuse_fractoin": 0.5}}) == [
+        ("site.heat_reuse_fractoin", "unknown field (did you mean 'heat_reuse_fraction'?)")
+    ]
+    site = scenario_json_schema()["properties"]["site"]["anyOf"][0]
+    assert site["properties"]["heat_reuse_fraction"] == {
+        "type": "number",
+        "minimum": 0,
+        "maximum": 1,
+        "description": "unit: fraction",
+    }
+    assert fields.field_limits()[NEW.path] == {
+        "minimum": 0,
+        "maximum": 1,
+        "exclusive_minimum": False,
+        "integer": False,
+        "unit": "fraction",
+    }
+    jsonschema = pytest.importorskip("jsonschema")
+    validator = jsonschema.Draft202012Validator(scenario_json_schema())
+    assert validator.is_valid({"site": {"heat_reuse_fraction": 0.5}})
+    assert not validator.is_valid({"site": {"heat_reuse_fraction": 2}})
+
+
+def test_without_the_row_the_field_is_unknown_everywhere() -> None:
+    assert NEW.path not in fields.field_limits()
+    assert _errors({"site": {"heat_reuse_fraction": 0.5}})[0][1].startswith("unknown field")
+    assert "heat_reuse_fraction" not in scenario_json_schema()["properties"]["site"]["anyOf"][0]["properties"]
+
+
+def test_limits_price_limits_and_ledger_defaults_are_the_tables() -> None:
+    assert fields.field_limits() == fields.FIELD_LIMITS
+    for kind in prices.PRICE_KINDS:
+        row = fields.TABLE[prices.PRICE_FIELDS[kind]]
+        assert row.price
+        low, high = prices.price_limits(kind)
+        assert low == row.minimum
+        per_node = fields.TABLE["cluster.gpus_per_node"].maximum if kind == prices.PRICE_NODE else 1
+        assert high == row.maximum * per_node
+    assert set(prices.PRICE_FIELDS.values()) == set(fields.TABLE.price_paths())
+    for path, default in ledger_defaults.DEFAULTS.items():
+        if path in fields.TABLE:
+            row = fields.TABLE[path]
+            assert (default.value, default.unit, default.source) == (row.default, row.unit, row.source)
+
+
+DOC: dict[str, Any] = {
+    "model": {"preset": "llama3-70b"},
+    "cluster": {"node": "dgx-h100", "accelerator": {"preset": "h100-sxm"}, "gpus": 512},
+    "site": {"region": "quebec"},
+    "training": {"global_batch_seqs": 512, "layout": {"tp": 8, "pp": 1}},
+    "economics": {"job_days": 30},
+}
+NEW_PRICES = {
+    "cluster.accelerator.unit_price_usd": 21_500.0,
+    "site.electricity_usd_per_kwh": 0.081,
+    "economics.cloud_usd_per_gpu_hour": 2.4,
+}
+
+
+def _priced(document: dict[str, Any], values: dict[str, float | None]) -> dict[str, Any]:
+    out = copy.deepcopy(document)
+    for path, value in values.items():
+        part, _, name = path.rpartition(".")
+        target = out
+        for key in part.split("."):
+            target = target.setdefault(key, {})
+        target[name] = value
+    return out
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        NEW_PRICES,
+        {"site.electricity_usd_per_kwh": 0.2},
+        {"economics.cloud_usd_per_gpu_hour": None, "cluster.accelerator.unit_price_usd": 0.0},
+    ],
+)
+def test_with_prices_equals_resolving_the_priced_document(values: dict[str, float | None]) -> None:
+    held = resolve(copy.deepcopy(DOC))
+    repriced = held.with_prices(values)
+    fresh = resolve(_priced(DOC, values))
+    assert repriced.document == fresh.document and repriced.input_hash == fresh.input_hash
+    assert repriced.ledger_fields == fresh.ledger_fields and repriced.cluster == fresh.cluster
+    assert repriced.assumptions == fresh.assumptions
+    assert solve_resolved(repriced) == solve_resolved(fresh)
+    assert held == resolve(copy.deepcopy(DOC))  # the held scenario is unchanged
+
+
+def test_with_prices_parses_nothing_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    held = resolve(copy.deepcopy(DOC))
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a part was parsed again")
+
+    for name in ("parse_model", "parse_cluster", "parse_site", "parse_training", "parse_economics"):
+        monkeypatch.setattr(scenario, name, refuse)
+    repriced = held.with_prices(NEW_PRICES)
+    assert repriced.ledger_fields["electricity_usd_per_kwh"] == 0.081
+    assert repriced.model is held.model and repriced.training is held.training
+    assert repriced.layouts is held.layouts
+    assert held.with_prices({}) is held
+
+
+def test_with_prices_checks_paths_and_limits_like_the_parser() -> None:
+    held = resolve(copy.deepcopy(DOC))
+    with pytest.raises(ScenarioError) as info:
+        held.with_prices(
+            {
+                "site.pue": 1.1,
+                "site.electricity_usd_per_kwh": 11,
+                "cluster.accelerator.unit_price_usd": None,
+            }
+        )
+    assert [(e.path, e.message) for e in info.value.errors] == [
+        ("site.pue", "not a price field"),
+        ("site.electricity_usd_per_kwh", "must be <= 10, got 11"),
+        ("cluster.accelerator.unit_price_usd", "must be a number, got null"),
+    ]
+
+
+def test_a_resolved_scenario_holds_no_dict_or_list() -> None:
+    held = resolve(copy.deepcopy(DOC))
+
+    def walk(value: Any, path: str) -> None:
+        assert not isinstance(value, dict | list | set), path
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                walk(getattr(value, f.name), f"{path}.{f.name}")
+        elif isinstance(value, tuple):
+            for i, item in enumerate(value):
+                walk(item, f"{path}[{i}]")
+
+    walk(held, "resolved")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        held.cluster.gpus = 8  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        held.cluster.accelerator.peak_tflops._items = ()  # type: ignore[attr-defined]
+    assert all(not getattr(held.layouts, f.name).flags.writeable for f in dataclasses.fields(held.layouts))
+
+
+def test_nothing_of_a_document_is_kept_between_calls() -> None:
+    """No cache, memo or pickled key in the input path: every call reads its document afresh."""
+    package = Path(scenario.__file__).parent
+    for source in sorted(package.glob("*.py")):
+        text = source.read_text(encoding="utf-8")
+        for pattern in (r"functools\.(lru_)?cache", r"__dict__", r"\bpickle\b", r"_CACHE\b"):
+            assert not re.search(pattern, text), f"{source.name}: {pattern}"
+
+
+def test_ledger_fields_replaced_equals_dataclasses_replace() -> None:
+    fields_ = resolve(copy.deepcopy(DOC)).ledger_fields
+    changes: dict[str, Any] = {"pue": 1.25, "cloud_usd_per_gpu_hour": None}
+    replaced = fields_.replaced(changes)
+    assert replaced == dataclasses.replace(fields_, **changes) and replaced != fields_
+    assert fields_["pue"] != 1.25  # the original is untouched
+    with pytest.raises(TypeError, match="unknown ledger field"):
+        fields_.replaced({"pu": 1.0})
