@@ -10,7 +10,6 @@ from __future__ import annotations
 from solvers.canonical import canonical_hash, canonical_json
 from solvers.catalog import catalog_document
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
-from solvers.report import SOLVER_VERSION, solve, solve_many, solve_resolved
 from solvers.schema import (
     FIELD_LIMITS,
     PARTS,
@@ -20,6 +19,7 @@ from solvers.schema import (
     scenario_json_schema,
     validate_part,
 )
+from solvers.solve import SOLVER_VERSION, solve, solve_many, solve_resolved
 
 __all__ = [
     "FIELD_LIMITS",

@@ -14,7 +14,7 @@ import json
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import yaml
 
@@ -131,7 +131,7 @@ def run_document_command(
 
 
 def _cmd_solve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
-    from solvers.report import solve
+    from solvers.solve import solve
 
     try:
         text = _read(args.file, stdin)
@@ -155,7 +155,7 @@ def _cmd_solve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: 
 
 def _solve_batch(text: str, stdout: TextIO) -> int:
     """One output line per input line, in order; JSON Lines in, JSON Lines out."""
-    from solvers.report import solve
+    from solvers.solve import solve
 
     failures = 0
     lines = text.splitlines()
@@ -172,7 +172,7 @@ def _solve_batch(text: str, stdout: TextIO) -> int:
                 document = json.loads(line)
             except ValueError as exc:
                 raise InputError(f"line {number}: not valid JSON: {exc}") from None
-            result = solve(document)
+            result = cast(dict[str, Any], solve(document))
         except InputError as exc:
             result = {"error": {"path": "", "message": str(exc)}}
         except ScenarioError as exc:

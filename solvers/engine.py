@@ -2,7 +2,8 @@
 
 ``check_layouts`` says which layouts are valid (and the first rule each invalid one breaks);
 ``evaluate`` computes every figure of a step for all layouts at once, as numpy columns (``StepColumns``).
-A single solve is a batch of one; the design-space search is the same code over a million layouts.
+A single solve runs ``_step`` on one ``Layout`` of python ints; the design-space search runs the same
+code on a ``LayoutBatch`` of a million layouts.
 
 Composition (each term is documented, with its source, in the module that computes it)::
 
@@ -53,6 +54,7 @@ import numpy as np
 from solvers import collectives, compute, exchanges, memory, pipeline, traffic
 from solvers.catalog.calibration import OVERLAP_SM_SHARE, PRECISION_RATE_FACTOR
 from solvers.compute import Num, clip, logical_not, maximum, minimum, where
+from solvers.layout import Layout
 from solvers.specs import (
     PRECISIONS,
     RECOMPUTE_POLICIES,
@@ -150,7 +152,7 @@ def layout_rule_codes(
     """
     names = ("ok", *_RULES)
     if len(layouts) == 1:
-        masks = _rule_masks(model=model, cluster=cluster, training=training, lay=layouts.single)
+        masks = _rule_masks(model=model, cluster=cluster, training=training, lay=Layout.of(layouts))
         code = next((index + 1 for index, bad in enumerate(masks) if bad), 0)
         return np.array([code], dtype=np.int64), names
     masks = _rule_masks(model=model, cluster=cluster, training=training, lay=layouts)
@@ -173,7 +175,7 @@ def check_layouts(
     messages: list[str | None] = [None] * len(layouts)
     for i in np.flatnonzero(codes):
         messages[int(i)] = _message(
-            int(codes[i]), int(i), model=model, cluster=cluster, training=training, layouts=layouts
+            int(codes[i]), Layout.of(layouts, int(i)), model=model, cluster=cluster, training=training
         )
     return ok, messages
 
@@ -252,11 +254,10 @@ def _rule_masks(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpe
 
 
 def _message(
-    code: int, i: int, *, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layouts: LayoutBatch
+    code: int, lay: Layout, *, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec
 ) -> str:
-    lay = layouts
-    tp, pp, cp, ep, dp = (int(lay.tp[i]), int(lay.pp[i]), int(lay.cp[i]), int(lay.ep[i]), int(lay.dp[i]))
-    b, v, etp = int(lay.microbatch_seqs[i]), int(lay.virtual_stages[i]), int(lay.expert_tp[i])
+    tp, pp, cp, ep, dp = lay.tp, lay.pp, lay.cp, lay.ep, lay.dp
+    b, v, etp = lay.microbatch_seqs, lay.virtual_stages, lay.expert_tp
     gpus = cluster.gpus
     seqs = training.global_batch_tokens // training.seq_len
     micro = seqs // max(dp * b, 1)
@@ -309,7 +310,7 @@ def _message(
     if rule == "recompute_code":
         return f"{path}recompute: must be one of {', '.join(RECOMPUTE_POLICIES)}"
     if rule == "zero_stage_range":
-        return f"{path}zero_stage: must be 0, 1, 2 or 3, got {int(lay.zero_stage[i])}"
+        return f"{path}zero_stage: must be 0, 1, 2 or 3, got {lay.zero_stage}"
     if rule == "virtual_stages_interleaved_only":
         return f"{path}virtual_stages: must be 1 unless schedule is interleaved, got {v}"
     if rule == "interleaved_needs_pp":
@@ -359,7 +360,7 @@ def evaluate(
     s = 8,192 -> the DP exchange is 12.6 GB per GPU per step (seed 004 §5.3).
     """
     if len(layouts) == 1:
-        values = _step(model=model, cluster=cluster, training=training, lay=layouts.single)
+        values = _step(model=model, cluster=cluster, training=training, lay=Layout.of(layouts))
         # One array for every float column; each field is a length-1 view of it (cheaper than 36 arrays).
         floats = np.array([float(values[name]) for name in _FLOAT_NAMES], dtype=np.float64).reshape(-1, 1)
         columns: dict[str, Any] = {name: floats[j] for j, name in enumerate(_FLOAT_NAMES)}
@@ -372,31 +373,19 @@ def evaluate(
 
 
 def evaluate_one(
-    *, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layouts: LayoutBatch
+    *, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layout: Layout
 ) -> tuple[dict[str, float | int | bool] | None, str | None]:
-    """Check and evaluate the single layout of a batch of one, straight to python scalars.
+    """Check and evaluate one layout, straight to python scalars.
 
-    Returns ``(row, None)`` with ``row == evaluate(...).row(0)`` (bit for bit: the same scalar arithmetic,
-    without building 36 arrays to read them back), or ``(None, message)`` naming the first broken rule as
-    ``check_layouts`` does. This is the path of one report.
+    Returns ``(row, None)`` with ``row == evaluate(...).row(0)`` for the batch of this one layout (bit for
+    bit: the same scalar arithmetic, without building 36 arrays to read them back), or ``(None, message)``
+    naming the first broken rule as ``check_layouts`` does. This is the path of one report.
     """
-    try:
-        lay = layouts.single
-    except ValueError:
-        raise ValueError(f"evaluate_one takes a batch of one layout, got {len(layouts)}") from None
-    # A read-only batch that passed the rules with these very specs passes again (all four are immutable): a
-    # scenario resolved from the cache hands out the same frozen LayoutBatch and specs, so it is checked once.
-    passed = layouts.__dict__.get("_passed_rules")
-    if passed is None or passed[0] is not model or passed[1] is not cluster or passed[2] is not training:
-        masks = _rule_masks(model=model, cluster=cluster, training=training, lay=lay)
-        for index, bad in enumerate(masks):
-            if bad:
-                return None, _message(
-                    index + 1, 0, model=model, cluster=cluster, training=training, layouts=layouts
-                )
-        if layouts.read_only:
-            layouts.__dict__["_passed_rules"] = (model, cluster, training)
-    values = _step(model=model, cluster=cluster, training=training, lay=lay)
+    masks = _rule_masks(model=model, cluster=cluster, training=training, lay=layout)
+    for index, bad in enumerate(masks):
+        if bad:
+            return None, _message(index + 1, layout, model=model, cluster=cluster, training=training)
+    values = _step(model=model, cluster=cluster, training=training, lay=layout)
     # _step lists _FIELD_NAMES in order (tests/solvers/test_vectorised_consistency.py checks it)
     if tuple(map(type, values.values())) == _ROW_TYPES:
         return values, None  # already python scalars of the row's types (the usual case)
@@ -429,8 +418,10 @@ _ROW_TYPES: tuple[type, ...] = tuple(plain for _, plain in _PLAIN_TYPES)
 _FLOAT_NAMES: tuple[str, ...] = tuple(name for name in _FIELD_NAMES if _DTYPES[name] is np.float64)
 
 
-def _step(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, lay: Any) -> dict[str, Num]:
-    """The step's figures for ``lay`` (a LayoutBatch of arrays, or one layout of python scalars)."""
+def _step(
+    *, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, lay: Layout | LayoutBatch
+) -> dict[str, Num]:
+    """The step's figures for ``lay``: a ``LayoutBatch`` of arrays, or one ``Layout`` of python scalars."""
     acc = cluster.accelerator
     links = collectives.Links.of(cluster)
     precision = training.precision
@@ -439,7 +430,7 @@ def _step(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, lay
     L = model.layers
     gpus = cluster.gpus
 
-    if type(lay.tp) is int:
+    if isinstance(lay, Layout):
         # One layout of python ints, which evaluate_one passes only once it has kept every rule: each value
         # is already in range, so the clamps below would return it unchanged.
         tp, pp, cp, ep, dp = lay.tp, lay.pp, lay.cp, lay.ep, lay.dp

@@ -27,7 +27,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
 
@@ -107,13 +107,13 @@ def _predicted(report: dict[str, Any], metric: str) -> float:
 
 def validation_rows() -> list[dict[str, Any]]:
     """One row per case: predicted, published, error (points for MFU-like metrics, % for times)."""
-    from solvers.report import solve
+    from solvers.solve import solve
 
     reports: dict[str, dict[str, Any]] = {}
     rows: list[dict[str, Any]] = []
     for case in CASES:
         if case.example not in reports:
-            reports[case.example] = solve(load_example(case.example))
+            reports[case.example] = cast(dict[str, Any], solve(load_example(case.example)))
         predicted = _predicted(reports[case.example], case.metric)
         if case.metric in _MFU_METRICS:
             unit, error, error_unit = "fraction", (predicted - case.published) * 100.0, "points"

@@ -8,6 +8,7 @@ import pytest
 
 from solvers.errors import ScenarioError
 from solvers.ledger import FIELD_PATHS, LedgerInputs, compute_ledger, ledger_inputs_with_defaults
+from solvers.ledger_checks import check_ledger_inputs
 from solvers.ledger_defaults import DEFAULTS, GOODPUT_LEDGERS, INTERVAL_METHODS, MTBF_CONVENTIONS
 
 H100_512 = {
@@ -203,12 +204,19 @@ def test_every_convention_combination_is_finite(ledger, method, convention):
     assert {"reliability.goodput_ledger", "checkpoint.interval_method", "reliability.mtbf_convention"} <= keys
 
 
+def test_ledger_inputs_are_immutable():
+    inputs = make_inputs()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        inputs.pue = 2.0  # type: ignore[misc]
+    assert dataclasses.replace(inputs, pue=2.0).pue == 2.0 and inputs.pue != 2.0
+
+
 def test_bad_inputs_raise_one_error_per_field_with_paths():
     inputs = dataclasses.replace(
         make_inputs(), pue=0.9, gpus=0, idle_fraction=1.5, goodput_ledger="x", step_s=np.array([1.0, -1.0])
     )
     with pytest.raises(ScenarioError) as info:
-        compute_ledger(inputs)
+        check_ledger_inputs(inputs)
     paths = {e.path for e in info.value.errors}
     assert {
         "site.pue",

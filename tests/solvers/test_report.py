@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from solvers import solve, solve_many
 from solvers.canonical import canonical_hash
 from solvers.errors import ScenarioError, SolverInternalError
-from solvers.report import SOLVER_VERSION, _plain_checked, reason_to_error
+from solvers.report import _plain_checked, reason_to_error
 from solvers.schema import resolve
+from solvers.solve import SOLVER_VERSION
 
 CONTRACT_KEYS = {
     "schema_version",
