@@ -131,7 +131,7 @@ def run_document_command(
 
 
 def _cmd_solve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
-    from solvers.solve import solve
+    from solvers.entry import solve
 
     try:
         text = _read(args.file, stdin)
@@ -155,7 +155,7 @@ def _cmd_solve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: 
 
 def _solve_batch(text: str, stdout: TextIO) -> int:
     """One output line per input line, in order; JSON Lines in, JSON Lines out."""
-    from solvers.solve import solve
+    from solvers.entry import solve
 
     failures = 0
     lines = text.splitlines()

@@ -18,7 +18,7 @@ inputs are checked where they are built (``ledger_inputs_with_defaults``, ``solv
 Per-layout inputs (``step_s``, ``gpu_busy_fraction``, ``tokens_per_step``) may be numpy arrays; every
 numeric output is then an array of their broadcast shape, otherwise a python float. Reliability and
 checkpoint figures do not depend on the layout and are broadcast for uniformity. ``tco`` takes arrays for
-every argument, so one call prices many plans at once (``solvers.solve.reprice_many``).
+every argument, so one call prices many plans at once (``solvers.entry.reprice_many``).
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def ledger_inputs_with_defaults(*, region: str | None = None, **given: Any) -> L
     unknown = set(given) - set(values)
     if unknown:
         raise ScenarioError.single("", f"unknown ledger input(s): {', '.join(sorted(unknown))}")
-    missing = [n for n in LedgerInputs.__dataclass_fields__ if n not in values]
+    missing = [n for n in LedgerInputs._fields if n not in values]
     if missing:
         raise ScenarioError(
             [FieldError(path=FIELD_PATHS.get(n, f"step.{n}"), message="is required") for n in missing]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TypeAlias
+from typing import NamedTuple, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -11,12 +10,13 @@ import numpy.typing as npt
 Num: TypeAlias = float | npt.NDArray[np.float64]
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerInputs:
+class LedgerInputs(NamedTuple):
     """Everything the ledger reads for one scenario: the step figures of one layout (floats) or of many
     (numpy arrays that broadcast together), and the scenario's resolved cluster, model, training, site and
-    economics values. Immutable: a change (a new price) is a new ``LedgerInputs``
-    (``dataclasses.replace``)."""
+    economics values. Immutable: a change (a new price) is a new ``LedgerInputs`` (``inputs._replace``).
+
+    A named tuple rather than a frozen dataclass: every report builds one, and a frozen dataclass of 38
+    fields pays one ``object.__setattr__`` per field (about five times the cost of the tuple)."""
 
     # per-layout quantities: float or numpy float64 arrays, broadcastable together
     step_s: Num

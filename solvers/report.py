@@ -4,7 +4,7 @@
 ledger on that row, and lays them out as the report: layout, step, traffic and memory from the row;
 reliability, schedule, energy, carbon and tco from the ledger; the assumptions of the scenario, the step and
 the ledger; warnings (a plan that does not fit in memory is a warning, not an error). The entry points that
-produce the parts are in ``solvers.solve``.
+produce the parts are in ``solvers.entry``.
 
 ``input_hash`` is ``canonical_hash`` of the resolved scenario document, which the report also carries under
 ``scenario``. A report never holds NaN or infinity: one would be a solver bug and raises
@@ -134,7 +134,7 @@ def _compose(
         assumptions: list[Assumption] = resolved.assumptions  # type: ignore[assignment]
     else:
         document = _json_copy(resolved.document)
-        assumptions = _json_copy(resolved.assumptions)
+        assumptions = _copy_assumptions(resolved.assumptions)
     assumptions.extend(
         step_assumptions(resolved.cluster.accelerator.peak_tflops, resolved.training.precision)
     )
@@ -210,11 +210,31 @@ def _json_copy(value: Any) -> Any:
     """A copy of a JSON-like value in which every dict and list is a new plain one (strings and numbers are
     shared)."""
     if isinstance(value, dict):
-        return {key: _json_copy(item) for key, item in value.items()}
-    kind = type(value)
-    if kind is list or kind is tuple:
-        return [_json_copy(item) for item in value]
+        out: Any = dict(value)
+        for key, item in out.items():
+            if isinstance(item, _CONTAINERS):
+                out[key] = _json_copy(item)
+        return out
+    if isinstance(value, list | tuple):
+        out = list(value)
+        for i, item in enumerate(out):
+            if isinstance(item, _CONTAINERS):
+                out[i] = _json_copy(item)
+        return out
     return value
+
+
+def _copy_assumptions(entries: list[dict[str, Any]]) -> list[Assumption]:
+    """The assumption entries as new plain dicts ({key, value, unit, source}: only ``value`` may hold a
+    container, copied too)."""
+    out: list[Any] = list(map(dict.copy, entries))
+    for entry in out:
+        if isinstance(entry["value"], _CONTAINERS):
+            entry["value"] = _json_copy(entry["value"])
+    return out
+
+
+_CONTAINERS = (dict, list, tuple)
 
 
 def _checked(report: Report, row: Mapping[str, Any]) -> Report:

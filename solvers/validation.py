@@ -107,7 +107,7 @@ def _predicted(report: dict[str, Any], metric: str) -> float:
 
 def validation_rows() -> list[dict[str, Any]]:
     """One row per case: predicted, published, error (points for MFU-like metrics, % for times)."""
-    from solvers.solve import solve
+    from solvers.entry import solve
 
     reports: dict[str, dict[str, Any]] = {}
     rows: list[dict[str, Any]] = []

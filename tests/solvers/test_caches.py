@@ -26,7 +26,7 @@ DOC: dict[str, Any] = {
 }
 
 
-def _cold_solve(doc: dict[str, Any]) -> dict[str, Any]:
+def _cold_solve(doc: dict[str, Any]) -> Any:
     schema._RESOLVED_CACHE.clear()
     schema._PART_CACHE.clear()
     return solve(copy.deepcopy(doc))

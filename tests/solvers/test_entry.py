@@ -1,4 +1,4 @@
-"""The entry points (solvers.solve): a held Resolved solves again alike, and a price change over many held
+"""The entry points (solvers.entry): a held Resolved solves again alike, and a price change over many held
 plans gives the very bill of a full solve of the re-priced documents."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from solvers import resolve, solve, solve_resolved
+from solvers.entry import pick_layout, reprice_many
 from solvers.layout import Layout
-from solvers.solve import pick_layout, reprice_many
 
 
 def _plan(

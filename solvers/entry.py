@@ -124,7 +124,7 @@ def reprice_many(
     ``prices[i]`` its new prices by ``PRICE_FIELDS`` name. Prices move no step, no failure, no schedule and no
     kWh, so those blocks are re-run per plan on python floats and the bill of every plan is one vectorised
     ``ledger.tco`` over arrays (elementwise IEEE-754 operations: the same bits as ``solve`` on the re-priced
-    document, ``tests/solvers/test_solve.py``).
+    document, ``tests/solvers/test_entry.py``).
     """
     n = len(held)
     if not (len(steps) == n and len(prices) == n):
