@@ -38,7 +38,6 @@ from solvers.ledger_assumptions import ledger_assumptions
 from solvers.ledger_checks import check_ledger_inputs
 from solvers.ledger_defaults import DEFAULTS
 from solvers.ledger_inputs import FIELD_PATHS, LedgerInputs, Num
-from solvers.plain import all_plain_finite, has_non_finite
 from solvers.report_types import (
     Assumption,
     CarbonBlock,
@@ -536,10 +535,10 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
         "water_l": out(e.water_l),
     }
     tco_block = tco_section(t, out)
-    if scalar:
-        blocks = (reliability_block, schedule_block, energy_block, carbon_block, tco_block)
-        if not all_plain_finite(blocks) and has_non_finite(blocks):
-            raise SolverInternalError("the ledger produced a non-finite number")
+    if scalar and not _all_finite(
+        reliability_block, reliability_block["lost_h"], schedule_block, energy_block, carbon_block, tco_block
+    ):
+        raise SolverInternalError("the ledger produced a non-finite number")
     return LedgerResult(
         reliability=reliability_block,
         schedule=schedule_block,
@@ -568,6 +567,13 @@ def tco_section(t: Tco, out: Any = float) -> TcoBlock:
 
 
 _SCALARS = (float, int)
+
+
+def _all_finite(*blocks: Any) -> bool:
+    """True when no float value of these flat blocks is NaN or infinite (one look at their sum: a NaN or an
+    infinity makes it NaN or infinite; only a sum that overflows takes the exact look)."""
+    floats = [value for block in blocks for value in block.values() if type(value) is float]
+    return math.isfinite(sum(floats)) or all(map(math.isfinite, floats))
 
 
 def _ceil(value: Any) -> Any:
