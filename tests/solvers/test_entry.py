@@ -94,3 +94,12 @@ def test_the_layout_of_one_solve_is_a_frozen_layout_of_python_scalars() -> None:
         layout.tp = 2  # type: ignore[misc]
     block = layout.block(row["microbatches"])
     assert block["tp"] == 8 and block["pp"] == 2 and block["schedule"] == "1f1b"
+
+
+def test_solving_writes_nothing_onto_the_held_scenario() -> None:
+    held = resolve(PLANS[2])
+    parts = (held.model, held.cluster, held.training, held.layouts, held.cluster.accelerator)
+    before = [dict(vars(part)) for part in parts]
+    solve_resolved(held)
+    reprice_many([held], [(1.0, 0.5)], [{"electricity_usd_per_kwh": 0.3}])
+    assert [dict(vars(part)) for part in parts] == before  # no memo kept on a frozen object
