@@ -1,6 +1,7 @@
 """The step engine: one training step's time budget, memory and traffic for a batch of layouts.
 
-``check_layouts`` (the rules, in ``solvers.layout_rules``) says which layouts are valid (and the first rule each
+``check_layouts`` (the rules are in ``solvers.layout_rules``) says which layouts are valid and the first
+rule each invalid one breaks;
 ``evaluate`` computes every figure of a step for all layouts at once, as numpy columns (``StepColumns``).
 A single solve runs ``_step`` on one ``Layout`` of python ints; the design-space search runs the same
 code on a ``LayoutBatch`` of a million layouts.
