@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 from rest_framework import serializers
 
@@ -26,7 +26,7 @@ def solve_document(document: dict[str, Any]) -> dict[str, Any]:
     from solvers.errors import SolverInternalError
 
     try:
-        return solve(document)
+        return cast(dict[str, Any], solve(document))  # the report as the JSON document it is
     except (ArithmeticError, SolverInternalError) as exc:
         logger.warning("solve refused a scenario whose arithmetic left the finite range: %s", exc)
         raise serializers.ValidationError(

@@ -30,6 +30,7 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_BENCH_DB = "planner_bench_api"
@@ -103,7 +104,7 @@ def _seed() -> tuple[str, list[int]]:
             },
         )
         document = services.plan_document(plan=plan)
-        report = solve(document)
+        report: dict[str, Any] = dict(solve(document))
         revisions = plan_revisions(plan=plan)
         promoted = {name: report[a][b] for name, (a, b) in REPORT_PROMOTED_FIELDS.items()}
         result = Result.objects.create(

@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection, transaction
 from django.db.models import F, Q, Value
@@ -192,7 +192,7 @@ def _solve(inputs: Any, run: Run, claim: Claim) -> dict[str, Any]:
     """A plain solve of the plan's priced document; the assumptions of book prices name their book."""
     from solvers import solve
 
-    return label_book_prices(solve(inputs.document), inputs.prices)
+    return label_book_prices(cast(dict[str, Any], solve(inputs.document)), inputs.prices)
 
 
 def label_book_prices(report: dict[str, Any], prices: dict[str, dict[str, Any]]) -> dict[str, Any]:

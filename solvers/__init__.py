@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from solvers.canonical import canonical_hash, canonical_json
 from solvers.catalog import catalog_document
+from solvers.entry import SOLVER_VERSION, solve, solve_many, solve_resolved
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
 from solvers.inputs import (
     FIELD_LIMITS,
@@ -19,7 +20,6 @@ from solvers.inputs import (
     scenario_json_schema,
     validate_part,
 )
-from solvers.report import SOLVER_VERSION, solve, solve_many, solve_resolved
 
 __all__ = [
     "FIELD_LIMITS",

@@ -15,14 +15,14 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from solvers.catalog import catalog_document
 from solvers.document_text import MAX_DOCUMENT_CHARS, InputError, load_yaml, parse_text
+from solvers.entry import solve
 from solvers.errors import ScenarioError, SolverInternalError
 from solvers.inputs import scenario_json_schema
 from solvers.published import format_table, published_document
-from solvers.report import solve
 from solvers.search import DEFAULT_PARETO, DEFAULT_TOP, OBJECTIVES, PARETO_METRICS
 from solvers.search.document import search_document
 from solvers.sweep import sweep_document
@@ -141,7 +141,7 @@ def _solve_batch(text: str, stdout: TextIO) -> int:
                 document = json.loads(line)
             except ValueError as exc:
                 raise InputError(f"line {number}: not valid JSON: {exc}") from None
-            result = solve(document)
+            result = cast(dict[str, Any], solve(document))
         except InputError as exc:
             result = {"error": {"path": "", "message": str(exc)}}
         except ScenarioError as exc:

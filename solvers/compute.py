@@ -29,7 +29,7 @@ from solvers.specs import ModelSpec
 Num = Any
 """A float, int or bool scalar, or a numpy array of them (one entry per layout)."""
 
-_SCALARS = (int, float, bool)
+_SCALARS = frozenset({int, float, bool})  # a set: one hash lookup per check (these run ~50 times a step)
 
 
 # Array-or-scalar helpers. The step modules are written once against these, so one layout runs on python

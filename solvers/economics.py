@@ -25,7 +25,7 @@ Num: TypeAlias = float | npt.NDArray[np.float64]
 DAYS_PER_YEAR = 365.0
 
 
-def capex_total_usd(*, unit_price_usd: float, gpus: int, infra_multiplier: float) -> float:
+def capex_total_usd(*, unit_price_usd: Num, gpus: Num | int, infra_multiplier: Num) -> Num:
     """Purchase cost of the cluster.
 
     Equation: capex = unit price x GPUs x infrastructure multiplier.
@@ -35,7 +35,7 @@ def capex_total_usd(*, unit_price_usd: float, gpus: int, infra_multiplier: float
     return unit_price_usd * gpus * infra_multiplier
 
 
-def amortized_capex_usd(*, capex_total_usd: float, amortization_years: float, duration_days: Num) -> Num:
+def amortized_capex_usd(*, capex_total_usd: Num, amortization_years: Num, duration_days: Num) -> Num:
     """Share of the capex that a run of ``duration_days`` consumes under straight-line depreciation.
 
     Equation: capex_run = capex / years x days / 365.
@@ -45,7 +45,7 @@ def amortized_capex_usd(*, capex_total_usd: float, amortization_years: float, du
     return capex_total_usd / amortization_years * duration_days / DAYS_PER_YEAR
 
 
-def maintenance_usd(*, capex_total_usd: float, maintenance_per_year: float, duration_days: Num) -> Num:
+def maintenance_usd(*, capex_total_usd: Num, maintenance_per_year: Num, duration_days: Num) -> Num:
     """Maintenance for the run as a yearly fraction of the full capex.
 
     Equation: maintenance = capex x rate x days / 365.
@@ -55,7 +55,7 @@ def maintenance_usd(*, capex_total_usd: float, maintenance_per_year: float, dura
     return capex_total_usd * maintenance_per_year * duration_days / DAYS_PER_YEAR
 
 
-def electricity_usd(*, facility_kwh: Num, usd_per_kwh: float) -> Num:
+def electricity_usd(*, facility_kwh: Num, usd_per_kwh: Num) -> Num:
     """Electricity bill of the run.
 
     Equation: cost = facility kWh x price.
@@ -65,7 +65,7 @@ def electricity_usd(*, facility_kwh: Num, usd_per_kwh: float) -> Num:
     return facility_kwh * usd_per_kwh
 
 
-def cloud_usd(*, gpus: int, duration_h: Num, usd_per_gpu_hour: float) -> Num:
+def cloud_usd(*, gpus: Num | int, duration_h: Num, usd_per_gpu_hour: Num) -> Num:
     """Renting the same GPUs for the same wall-clock time (cloud GPUs fail and restart too).
 
     Equation: cost = GPUs x hours x $/GPU-hour.

@@ -57,3 +57,11 @@ class ScenarioError(ValueError):
 
 class SolverInternalError(RuntimeError):
     """A result that the solver must never produce (NaN, infinity): a bug, not bad input."""
+
+
+def reason_to_error(reason: str) -> FieldError:
+    """An engine rule text ``"path: message"`` as a FieldError (the whole text when it has no path)."""
+    path, sep, message = reason.partition(": ")
+    if sep and path and " " not in path:
+        return FieldError(path=path, message=message)
+    return FieldError(path="training.layout", message=reason)

@@ -3,147 +3,140 @@
 ``compute_ledger`` takes the resolved inputs of one scenario (``LedgerInputs``; defaults come from
 ``solvers.ledger_defaults`` and ``solvers.catalog.regions``) and returns the ``reliability``, ``schedule``,
 ``energy``, ``carbon`` and ``tco`` sections of the report document (CONTRACT.md) with the conventions it
-used in ``assumptions``. Each figure is computed once, from the same inputs: the interval is optimised on
-the real checkpoint write time, the goodput that lengthens the schedule is the one that sets the energy
-and the bill.
+used in ``assumptions``. It runs four typed blocks, each a pure function of what it reads:
+
+    reliability(inp)                          MTBF, checkpoint size/write time/interval, goodput shares
+    schedule(inp, rel, step_s, tokens)        steps, tokens, ideal and wall-clock time
+    energy_carbon(inp, rel, sched, busy)      IT and facility energy, operational and embodied carbon, water
+    tco(prices, durations, energy, shares)    capex, maintenance, electricity, cloud, cost per token
+
+Each figure is computed once, from the same inputs: the interval is optimised on the real checkpoint write
+time, the goodput that lengthens the schedule is the one that sets the energy and the bill. Nothing here
+checks its inputs again: a scenario read by ``solvers.inputs`` holds every rule already, and hand-built
+inputs are checked where they are built (``ledger_inputs_with_defaults``, ``solvers.ledger_checks``).
 
 Per-layout inputs (``step_s``, ``gpu_busy_fraction``, ``tokens_per_step``) may be numpy arrays; every
 numeric output is then an array of their broadcast shape, otherwise a python float. Reliability and
-checkpoint figures do not depend on the layout and are broadcast for uniformity.
+checkpoint figures do not depend on the layout and are broadcast for uniformity. ``tco`` takes arrays for
+every argument, so one call prices many plans at once (``solvers.entry.reprice_many``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import operator
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any, NamedTuple
 
 import numpy as np
-import numpy.typing as npt
 
 from solvers import checkpoint as ckpt
 from solvers import economics as econ
 from solvers import reliability as rel
 from solvers import sustainability as sus
+from solvers.catalog.regions import REGIONS
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
-from solvers.ledger_defaults import DEFAULTS, GOODPUT_LEDGERS, INTERVAL_METHODS, MTBF_CONVENTIONS
-from solvers.plain import (
-    all_plain_finite,
-    fresh_entries,
-    has_non_finite,
-    plain_key,
-    read_only_entries,
-    to_plain,
+from solvers.ledger_assumptions import ledger_assumptions
+from solvers.ledger_checks import check_ledger_inputs
+from solvers.ledger_defaults import DEFAULTS
+from solvers.ledger_inputs import FIELD_PATHS, LedgerInputs, Num
+from solvers.report_types import (
+    Assumption,
+    CarbonBlock,
+    EnergyBlock,
+    ReliabilityBlock,
+    ScheduleBlock,
+    TcoBlock,
 )
 
-Num: TypeAlias = float | npt.NDArray[np.float64]
+__all__ = [
+    "FIELD_PATHS",
+    "LedgerInputs",
+    "LedgerResult",
+    "compute_ledger",
+    "energy_carbon",
+    "ledger_inputs_with_defaults",
+    "reliability",
+    "schedule",
+    "tco",
+]
 
 SECONDS_PER_HOUR = 3600.0
 HOURS_PER_DAY = 24.0
 
 
-# Not frozen: a frozen dataclass of 38 fields costs several microseconds to build (one object.__setattr__
-# per field), paid by every report; slots keep the fields fixed and their reads fast.
-@dataclass(slots=True)
-class LedgerInputs:
-    # per-layout quantities: float or numpy float64 arrays, broadcastable together
-    step_s: Num
-    gpu_busy_fraction: Num  # compute_s / step_s in 0..1: GPU power between idle_fraction*TDP and TDP
-    tokens_per_step: Num  # global batch tokens per optimizer step
-    # cluster
-    gpus: int
-    gpus_per_node: int
-    accelerator_tdp_w: float
-    accelerator_unit_price_usd: float
-    accelerator_embodied_kgco2e: float
-    gpu_mttf_h: float
-    nic_mttf_h: float
-    psu_mttf_h: float
-    nics_per_node: int
-    psus_per_node: int
-    other_mttf_h: tuple[float, ...]
-    restart_s: float
-    storage_write_gb_s: float  # aggregate file-system cap, 1e9 B/s
-    storage_per_writer_gb_s: float  # per writing node, 1e9 B/s
-    host_w_per_node: float
-    idle_fraction: float
-    mtbf_convention: str
-    # model / training
-    params: float  # total parameters (MoE: all experts), for checkpoint size
-    optimizer: str  # "adam" | "sgd"
-    precision: str  # "bf16" | "fp16" | "fp8" | "fp32"
-    total_tokens: float | None
-    checkpoint_interval_h: float | None
-    checkpoint_writers: int | None
-    interval_method: str
-    goodput_ledger: str
-    # site
-    grid_gco2_per_kwh: float
-    pue: float
-    wue_l_per_kwh: float
-    electricity_usd_per_kwh: float
-    # economics
-    job_days: float | None
-    amortization_years: float
-    infra_multiplier: float
-    maintenance_per_year: float
-    cloud_usd_per_gpu_hour: float | None
-    embodied_lifetime_years: float
-
-
 class LedgerResult(NamedTuple):
     """The report's ledger sections, their assumptions and warnings (one made per report: a named tuple)."""
 
-    reliability: dict[str, Any]
-    schedule: dict[str, Any]
-    energy: dict[str, Any]
-    carbon: dict[str, Any]
-    tco: dict[str, Any]
-    assumptions: list[dict[str, Any]]
+    reliability: ReliabilityBlock
+    schedule: ScheduleBlock
+    energy: EnergyBlock
+    carbon: CarbonBlock
+    tco: TcoBlock
+    assumptions: list[Assumption]
     warnings: list[str]
 
 
-# Scenario-document path of every LedgerInputs field that the scenario (or a default) supplies; errors and
-# defaults are keyed by these paths.
-FIELD_PATHS: dict[str, str] = {
-    "gpus": "cluster.gpus",
-    "gpus_per_node": "cluster.gpus_per_node",
-    "accelerator_tdp_w": "cluster.accelerator.tdp_w",
-    "accelerator_unit_price_usd": "cluster.accelerator.unit_price_usd",
-    "accelerator_embodied_kgco2e": "cluster.accelerator.embodied_kgco2e",
-    "gpu_mttf_h": "cluster.reliability.gpu_mttf_h",
-    "nic_mttf_h": "cluster.reliability.nic_mttf_h",
-    "psu_mttf_h": "cluster.reliability.psu_mttf_h",
-    "nics_per_node": "cluster.reliability.nics_per_node",
-    "psus_per_node": "cluster.reliability.psus_per_node",
-    "other_mttf_h": "cluster.reliability.other_mttf_h",
-    "restart_s": "cluster.reliability.restart_s",
-    "mtbf_convention": "cluster.reliability.mtbf_convention",
-    "storage_write_gb_s": "cluster.storage.write_gb_s",
-    "storage_per_writer_gb_s": "cluster.storage.per_writer_gb_s",
-    "host_w_per_node": "cluster.power.host_w_per_node",
-    "idle_fraction": "cluster.power.idle_fraction",
-    "params": "model.params",
-    "optimizer": "training.optimizer",
-    "precision": "training.precision",
-    "total_tokens": "training.total_tokens",
-    "checkpoint_interval_h": "training.checkpoint.interval_h",
-    "checkpoint_writers": "training.checkpoint.writers",
-    "interval_method": "training.checkpoint.interval_method",
-    "goodput_ledger": "training.checkpoint.goodput_ledger",
-    "grid_gco2_per_kwh": "site.grid_gco2_per_kwh",
-    "pue": "site.pue",
-    "wue_l_per_kwh": "site.wue_l_per_kwh",
-    "electricity_usd_per_kwh": "site.electricity_usd_per_kwh",
-    "job_days": "economics.job_days",
-    "amortization_years": "economics.amortization_years",
-    "infra_multiplier": "economics.infra_multiplier",
-    "maintenance_per_year": "economics.maintenance_per_year",
-    "cloud_usd_per_gpu_hour": "economics.cloud_usd_per_gpu_hour",
-    "embodied_lifetime_years": "economics.embodied_lifetime_years",
-}
+@dataclass(frozen=True, slots=True)
+class Reliability:
+    """Failures and checkpoints of one scenario (python scalars: they do not depend on the layout)."""
+
+    nodes: int
+    node_mtbf_h: float
+    node_series_mtbf_h: float
+    gpu_only_mtbf_h: float
+    cluster_mtbf_h: float
+    bytes_per_param: float
+    checkpoint_bytes: float
+    writers: int
+    write_gb_s: float
+    write_s: float
+    optimum_s: float
+    interval_s: float
+    method_label: str  # the interval method, or "fixed" when the scenario gives the interval
+    shares: rel.GoodputShares
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """How long the run lasts and what it delivers, per layout."""
+
+    mode: str  # "total_tokens" | "job_days" | "default_window"
+    window_days: float | None
+    steps: Num
+    tokens: Num
+    ideal_s: Num
+    wall_s: Num
+    wall_h: Num
+    wall_days: Num
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class EnergyCarbon:
+    """Energy (kWh), carbon (kgCO2e) and water (L) of the run, per layout."""
+
+    it_kwh: Num
+    facility_kwh: Num
+    operational_kgco2e: Num
+    embodied_kgco2e: Num
+    water_l: Num
+
+
+@dataclass(frozen=True, slots=True)
+class Tco:
+    """The bill of the run (USD), per layout or per plan."""
+
+    capex_total_usd: Num
+    capex_usd: Num
+    maintenance_usd: Num
+    electricity_usd: Num
+    total_usd: Num
+    usd_per_million_tokens: Num
+    cloud_usd: Num | None
+    failure_cost_usd: Num
+    checkpoint_cost_usd: Num
+    capex_share: Num
 
 
 def ledger_inputs_with_defaults(*, region: str | None = None, **given: Any) -> LedgerInputs:
@@ -153,14 +146,12 @@ def ledger_inputs_with_defaults(*, region: str | None = None, **given: Any) -> L
     ``site.region`` default), then ``DEFAULTS``. ``nics_per_node`` left out means one NIC per GPU. Fields
     without a default (the per-layout step figures, GPU count, accelerator data, ``params``, ``optimizer``,
     ``precision``, ``total_tokens``, ``job_days``) must be given; ``total_tokens`` and ``job_days`` may be
-    ``None``.
+    ``None``. The result is checked (``check_ledger_inputs``): hand-built values get the parser's rules.
     Example: ``ledger_inputs_with_defaults(region="quebec", step_s=10.0, gpu_busy_fraction=0.8,
     tokens_per_step=4e6, gpus=512, gpus_per_node=8, accelerator_tdp_w=700, accelerator_unit_price_usd=25e3,
     accelerator_embodied_kgco2e=150, params=70.6e9, optimizer="adam", precision="bf16", total_tokens=None,
     job_days=None)``.
     """
-    from solvers.catalog.regions import REGIONS
-
     region_key = region if region is not None else DEFAULTS["site.region"].value
     site: dict[str, Any] = {}
     if region_key is not None:
@@ -184,78 +175,26 @@ def ledger_inputs_with_defaults(*, region: str | None = None, **given: Any) -> L
     unknown = set(given) - set(values)
     if unknown:
         raise ScenarioError.single("", f"unknown ledger input(s): {', '.join(sorted(unknown))}")
-    missing = [n for n in LedgerInputs.__dataclass_fields__ if n not in values]
+    missing = [n for n in LedgerInputs._fields if n not in values]
     if missing:
         raise ScenarioError(
             [FieldError(path=FIELD_PATHS.get(n, f"step.{n}"), message="is required") for n in missing]
         )
-    return LedgerInputs(**values)
+    inputs = LedgerInputs(**values)
+    check_ledger_inputs(inputs)
+    return inputs
 
 
-def compute_ledger(
-    inp: LedgerInputs,
-    *,
-    notes: LedgerNotes | None = None,
-    step: tuple[Num, Num, Num] | None = None,
-) -> LedgerResult:
-    """Reliability, schedule, energy, carbon, water and TCO of one scenario over one or many layouts.
+def reliability(inp: LedgerInputs) -> Reliability:
+    """MTBF, checkpoint size and write time, checkpoint interval and goodput shares of one scenario.
 
     Equations (each in the module named): node MTBF in series and cluster MTBF = node / nodes
-    (``reliability``); checkpoint bytes and write time, Young or Daly interval (``checkpoint``); goodput
-    and lost-time split under the named ledger (``reliability.goodput_shares``); wall-clock = ideal /
-    goodput; IT energy from utilisation-scaled TDP plus host power, facility = IT x PUE, operational and
-    amortised embodied carbon, water = WUE x IT (``sustainability``); amortised capex, maintenance,
-    electricity, cloud alternative (``economics``).
-    Example: 512 H100, Llama-3-70B (70.6e9 params, Adam bf16), one writer at 7 GB/s, 30-day window:
-    node MTBF 4,285.71 h, cluster 66.96 h, checkpoint 988.4 GB written in 141.2 s, interval 2.27 h (daly)
-    or 2.29 h (young).
-
-    ``notes`` (from ``ledger_notes``) are the checked assumptions of ``inp``'s scenario values, kept by a
-    caller that solves one scenario again and again; with them, ``step`` may give the per-layout values
-    ``(step_s, gpu_busy_fraction, tokens_per_step)`` in place of ``inp``'s, so that one LedgerInputs serves
-    every layout of that scenario.
+    (``reliability``); checkpoint bytes and write time, Young, Daly or exact interval on the real write time
+    (``checkpoint``); goodput and lost-time split under the named ledger (``reliability.goodput_shares``).
+    Example: 512 H100, Llama-3-70B (70.6e9 params, Adam bf16), one writer at 7 GB/s: node MTBF 4,285.71 h,
+    cluster 66.96 h, checkpoint 988.4 GB written in 141.2 s, interval 2.27 h (daly) or 2.29 h (young).
     """
-    if step is None:
-        step = (inp.step_s, inp.gpu_busy_fraction, inp.tokens_per_step)
-    elif notes is None:
-        raise ValueError("compute_ledger: step= is for a caller that passes the scenario's notes= too")
-    step_in, busy_in, tokens_in = step
-    if notes is None:
-        assumptions = _checked_assumptions(inp)
-    else:  # ``ledger_notes`` checked these scenario values already; the step values are checked here
-        if not _valid_step(step_in, busy_in, tokens_in):
-            _validate(_with_step(inp, step))
-        assumptions = fresh_entries(*notes)
     warnings: list[str] = []
-
-    # One layout (python scalars) runs on python floats, the way the step engine runs a batch of one: the
-    # same IEEE-754 operations as on 0-d arrays, so the same bits, without numpy's per-operation overhead.
-    scalar = type(step_in) in _SCALARS and type(busy_in) in _SCALARS and type(tokens_in) in _SCALARS
-    if scalar:
-        step_s: Any = float(step_in)
-        busy: Any = float(busy_in)
-        tokens_per_step: Any = float(tokens_in)
-        shape: tuple[int, ...] = ()
-    else:
-        step_s = np.asarray(step_in, dtype=np.float64)
-        busy = np.asarray(busy_in, dtype=np.float64)
-        tokens_per_step = np.asarray(tokens_in, dtype=np.float64)
-        shape = np.broadcast_shapes(step_s.shape, busy.shape, tokens_per_step.shape)
-        scalar = shape == ()
-
-    if scalar:
-        # python floats; every block is checked for NaN and infinity in one walk at the end
-        out: Any = float
-
-    else:
-
-        def out(value: Num) -> Num:
-            array = np.broadcast_to(np.asarray(value, dtype=np.float64), shape)
-            if not np.isfinite(array).all():
-                raise SolverInternalError("the ledger produced a non-finite number")
-            return array.copy()
-
-    # --- reliability -------------------------------------------------------------------------------------
     nodes = math.ceil(inp.gpus / inp.gpus_per_node)
     node_mtbf_h = rel.node_mtbf_h(
         gpus_per_node=inp.gpus_per_node,
@@ -316,8 +255,38 @@ def compute_ledger(
             f"goodput {shares.goodput:.3f}: more than half of the wall-clock time is lost to checkpoints "
             "and failures; faster storage or fewer, more reliable nodes would pay"
         )
+    return Reliability(
+        nodes=nodes,
+        node_mtbf_h=node_mtbf_h,
+        node_series_mtbf_h=node_series_mtbf_h,
+        gpu_only_mtbf_h=gpu_only_mtbf_h,
+        cluster_mtbf_h=cluster_mtbf_h,
+        bytes_per_param=bytes_per_param,
+        checkpoint_bytes=checkpoint_bytes,
+        writers=writers,
+        write_gb_s=write_gb_s,
+        write_s=write_s,
+        optimum_s=optimum_s,
+        interval_s=interval_s,
+        method_label=method_label,
+        shares=shares,
+        warnings=tuple(warnings),
+    )
 
-    # --- schedule ----------------------------------------------------------------------------------------
+
+def schedule(
+    inp: LedgerInputs, rel_: Reliability, *, step_s: Num, tokens_per_step: Num, shape: tuple[int, ...]
+) -> Schedule:
+    """Steps, tokens and time of the run, per layout (``shape`` is the layouts' shape, ``()`` for one).
+
+    Equations: with ``training.total_tokens``, steps = ceil(total / tokens per step), ideal = steps x step
+    time and wall-clock = ideal / goodput; otherwise the wall-clock is ``economics.job_days`` (or the default
+    window) and steps = floor(wall-clock x goodput / step time). Source: CONVENTIONS.md "Schedule".
+    Example: 15e12 tokens at 16.8e6 tokens per 6.76 s step and goodput 0.95: 892,858 steps, 73.5 days.
+    """
+    warnings: list[str] = []
+    scalar = shape == ()
+    shares = rel_.shares
     window_days: float | None = None
     if inp.total_tokens is not None:
         mode = "total_tokens"
@@ -346,21 +315,35 @@ def compute_ledger(
         ideal_s = wall_s * shares.goodput
         steps = _floor(ideal_s / step_s)
         tokens = steps * tokens_per_step
-
     wall_h = wall_s / SECONDS_PER_HOUR
-    wall_days = wall_h / HOURS_PER_DAY
-    lost_writes_h = wall_h * shares.checkpoint_writes
-    lost_rework_h = wall_h * shares.rework
-    lost_restarts_h = wall_h * shares.restarts
-    failures = wall_h / cluster_mtbf_h
-    checkpoints = wall_h * shares.goodput * SECONDS_PER_HOUR / interval_s
+    return Schedule(
+        mode=mode,
+        window_days=window_days,
+        steps=steps,
+        tokens=tokens,
+        ideal_s=ideal_s,
+        wall_s=wall_s,
+        wall_h=wall_h,
+        wall_days=wall_h / HOURS_PER_DAY,
+        warnings=tuple(warnings),
+    )
 
-    # --- energy, carbon, water ---------------------------------------------------------------------------
-    running_h = wall_h * (shares.goodput + shares.rework)
-    stalled_h = wall_h * (shares.checkpoint_writes + shares.restarts)
+
+def energy_carbon(inp: LedgerInputs, rel_: Reliability, sched: Schedule, *, busy: Num) -> EnergyCarbon:
+    """Energy, carbon and water of the run, per layout.
+
+    Equations (``solvers.sustainability``): GPUs draw TDP x (idle + (1 - idle) x busy) while running (useful
+    work and rework) and TDP x idle while checkpoints are written and jobs restart, plus host power per node
+    all along; facility = IT x PUE; operational carbon = facility kWh x grid intensity; embodied carbon
+    amortised over the accelerators' service life for the wall-clock time; water = WUE x IT energy.
+    Example: 512 H100 at 700 W, busy 0.8, idle 0.3, 720 h, PUE 1.1, Quebec (1.7 gCO2e/kWh).
+    """
+    shares = rel_.shares
+    running_h = sched.wall_h * (shares.goodput + shares.rework)
+    stalled_h = sched.wall_h * (shares.checkpoint_writes + shares.restarts)
     it_kwh = sus.it_energy_kwh(
         gpus=inp.gpus,
-        nodes=nodes,
+        nodes=rel_.nodes,
         tdp_w=inp.accelerator_tdp_w,
         busy_fraction=busy,
         idle_fraction=inp.idle_fraction,
@@ -369,318 +352,227 @@ def compute_ledger(
         stalled_h=stalled_h,
     )
     facility_kwh = sus.facility_energy_kwh(it_kwh=it_kwh, pue=inp.pue)
-    operational = sus.operational_carbon_kgco2e(
-        facility_kwh=facility_kwh, grid_gco2_per_kwh=inp.grid_gco2_per_kwh
+    return EnergyCarbon(
+        it_kwh=it_kwh,
+        facility_kwh=facility_kwh,
+        operational_kgco2e=sus.operational_carbon_kgco2e(
+            facility_kwh=facility_kwh, grid_gco2_per_kwh=inp.grid_gco2_per_kwh
+        ),
+        embodied_kgco2e=sus.embodied_carbon_kgco2e(
+            accelerators=inp.gpus,
+            embodied_kgco2e_per_accelerator=inp.accelerator_embodied_kgco2e,
+            duration_h=sched.wall_h,
+            lifetime_years=inp.embodied_lifetime_years,
+        ),
+        water_l=sus.water_l(it_kwh=it_kwh, wue_l_per_kwh=inp.wue_l_per_kwh),
     )
-    embodied = sus.embodied_carbon_kgco2e(
-        accelerators=inp.gpus,
-        embodied_kgco2e_per_accelerator=inp.accelerator_embodied_kgco2e,
-        duration_h=wall_h,
-        lifetime_years=inp.embodied_lifetime_years,
-    )
-    water = sus.water_l(it_kwh=it_kwh, wue_l_per_kwh=inp.wue_l_per_kwh)
 
-    # --- TCO ---------------------------------------------------------------------------------------------
+
+def tco(
+    *,
+    unit_price_usd: Num,
+    gpus: Num,
+    infra_multiplier: Num,
+    amortization_years: Num,
+    maintenance_per_year: Num,
+    electricity_usd_per_kwh: Num,
+    cloud_usd_per_gpu_hour: Num | None,
+    wall_h: Num,
+    wall_days: Num,
+    facility_kwh: Num,
+    tokens: Num,
+    failure_share: Num,
+    checkpoint_share: Num,
+) -> Tco:
+    """The bill of the run; every argument may be an array (many layouts of one plan, or many plans).
+
+    Equations (``solvers.economics``, mlsysim EconomicsModel, seed 000 §5): capex = unit price x GPUs x infra
+    multiplier, amortised straight-line over ``amortization_years`` for the wall-clock days; maintenance =
+    capex x yearly rate x days / 365; electricity = facility kWh x price; total = the three; cloud = GPUs x
+    wall-clock hours x $/GPU-h; failure and checkpoint costs = total x the share of wall-clock time that
+    failures (rework + restarts) and checkpoint writes take. ``capex_share`` is 0 for a free run.
+    Example: $25,000 x 512 H100 x 2.0 over 3 years for 30 days: capex $2.10 M.
+    """
     capex_total = econ.capex_total_usd(
-        unit_price_usd=inp.accelerator_unit_price_usd, gpus=inp.gpus, infra_multiplier=inp.infra_multiplier
+        unit_price_usd=unit_price_usd,
+        gpus=gpus,
+        infra_multiplier=infra_multiplier,
     )
     capex = econ.amortized_capex_usd(
-        capex_total_usd=capex_total, amortization_years=inp.amortization_years, duration_days=wall_days
+        capex_total_usd=capex_total,
+        amortization_years=amortization_years,
+        duration_days=wall_days,
     )
     maintenance = econ.maintenance_usd(
-        capex_total_usd=capex_total, maintenance_per_year=inp.maintenance_per_year, duration_days=wall_days
+        capex_total_usd=capex_total,
+        maintenance_per_year=maintenance_per_year,
+        duration_days=wall_days,
     )
-    electricity = econ.electricity_usd(facility_kwh=facility_kwh, usd_per_kwh=inp.electricity_usd_per_kwh)
+    electricity = econ.electricity_usd(facility_kwh=facility_kwh, usd_per_kwh=electricity_usd_per_kwh)
     total = capex + maintenance + electricity
-    per_mtok = econ.usd_per_million_tokens(total_usd=total, tokens=tokens)
-    failure_share = shares.rework + shares.restarts
     cloud: Num | None = None
-    if inp.cloud_usd_per_gpu_hour is not None:
-        cloud = econ.cloud_usd(gpus=inp.gpus, duration_h=wall_h, usd_per_gpu_hour=inp.cloud_usd_per_gpu_hour)
+    if cloud_usd_per_gpu_hour is not None:
+        cloud = econ.cloud_usd(gpus=gpus, duration_h=wall_h, usd_per_gpu_hour=cloud_usd_per_gpu_hour)
+    if type(total) is float:
+        share: Num = capex / total if total > 0 else 0.0
+    else:
+        positive = np.asarray(total) > 0
+        share = np.where(positive, capex / np.where(positive, total, 1.0), 0.0)
+    return Tco(
+        capex_total_usd=capex_total,
+        capex_usd=capex,
+        maintenance_usd=maintenance,
+        electricity_usd=electricity,
+        total_usd=total,
+        usd_per_million_tokens=econ.usd_per_million_tokens(total_usd=total, tokens=tokens),
+        cloud_usd=cloud,
+        failure_cost_usd=total * failure_share,
+        checkpoint_cost_usd=total * checkpoint_share,
+        capex_share=share,
+    )
 
-    reliability = {
-        "nodes": nodes,
-        "node_mtbf_h": out(node_mtbf_h),
-        "cluster_mtbf_h": out(cluster_mtbf_h),
+
+def compute_ledger(inp: LedgerInputs) -> LedgerResult:
+    """Reliability, schedule, energy, carbon, water and TCO of one scenario over one or many layouts: the
+    four blocks (``reliability``, ``schedule``, ``energy_carbon``, ``tco``) as the report's sections, with
+    their assumptions (``solvers.ledger_assumptions``) and warnings.
+
+    Example: 512 H100, Llama-3-70B (70.6e9 params, Adam bf16), one writer at 7 GB/s, 30-day window:
+    node MTBF 4,285.71 h, cluster 66.96 h, checkpoint 988.4 GB written in 141.2 s, interval 2.27 h (daly)
+    or 2.29 h (young).
+    """
+    step_in, busy_in, tokens_in = inp.step_s, inp.gpu_busy_fraction, inp.tokens_per_step
+    # One layout (python scalars) runs on python floats, the way the step engine runs a batch of one: the
+    # same IEEE-754 operations as on 0-d arrays, so the same bits, without numpy's per-operation overhead.
+    scalar = type(step_in) in _SCALARS and type(busy_in) in _SCALARS and type(tokens_in) in _SCALARS
+    if scalar:
+        step_s: Any = float(step_in)
+        busy: Any = float(busy_in)
+        tokens_per_step: Any = float(tokens_in)
+        shape: tuple[int, ...] = ()
+    else:
+        step_s = np.asarray(step_in, dtype=np.float64)
+        busy = np.asarray(busy_in, dtype=np.float64)
+        tokens_per_step = np.asarray(tokens_in, dtype=np.float64)
+        shape = np.broadcast_shapes(step_s.shape, busy.shape, tokens_per_step.shape)
+        scalar = shape == ()
+
+    if scalar:
+        # python floats; every block is checked for NaN and infinity in one walk at the end
+        out: Any = float
+
+    else:
+
+        def out(value: Num) -> Num:
+            array = np.broadcast_to(np.asarray(value, dtype=np.float64), shape)
+            if not np.isfinite(array).all():
+                raise SolverInternalError("the ledger produced a non-finite number")
+            return array.copy()
+
+    r = reliability(inp)
+    s = schedule(inp, r, step_s=step_s, tokens_per_step=tokens_per_step, shape=shape)
+    e = energy_carbon(inp, r, s, busy=busy)
+    shares = r.shares
+    t = tco(
+        unit_price_usd=inp.accelerator_unit_price_usd,
+        gpus=inp.gpus,
+        infra_multiplier=inp.infra_multiplier,
+        amortization_years=inp.amortization_years,
+        maintenance_per_year=inp.maintenance_per_year,
+        electricity_usd_per_kwh=inp.electricity_usd_per_kwh,
+        cloud_usd_per_gpu_hour=inp.cloud_usd_per_gpu_hour,
+        wall_h=s.wall_h,
+        wall_days=s.wall_days,
+        facility_kwh=e.facility_kwh,
+        tokens=s.tokens,
+        failure_share=shares.rework + shares.restarts,
+        checkpoint_share=shares.checkpoint_writes,
+    )
+    wall_h = s.wall_h
+    reliability_block: ReliabilityBlock = {
+        "nodes": r.nodes,
+        "node_mtbf_h": out(r.node_mtbf_h),
+        "cluster_mtbf_h": out(r.cluster_mtbf_h),
         "mtbf_convention": inp.mtbf_convention,
-        "node_series_cluster_mtbf_h": out(node_series_mtbf_h),
-        "gpu_only_cluster_mtbf_h": out(gpu_only_mtbf_h),
-        "expected_failures": out(failures),
-        "checkpoint_bytes": out(checkpoint_bytes),
-        "checkpoint_bytes_per_param": bytes_per_param,
-        "checkpoint_writers": writers,
-        "checkpoint_write_gb_s": out(write_gb_s),
-        "checkpoint_write_s": out(write_s),
-        "checkpoint_interval_h": out(interval_s / SECONDS_PER_HOUR),
-        "checkpoint_interval_method": method_label,
-        "optimal_interval_h": out(optimum_s / SECONDS_PER_HOUR),
-        "checkpoints": out(checkpoints),
+        "node_series_cluster_mtbf_h": out(r.node_series_mtbf_h),
+        "gpu_only_cluster_mtbf_h": out(r.gpu_only_mtbf_h),
+        "expected_failures": out(wall_h / r.cluster_mtbf_h),
+        "checkpoint_bytes": out(r.checkpoint_bytes),
+        "checkpoint_bytes_per_param": r.bytes_per_param,
+        "checkpoint_writers": r.writers,
+        "checkpoint_write_gb_s": out(r.write_gb_s),
+        "checkpoint_write_s": out(r.write_s),
+        "checkpoint_interval_h": out(r.interval_s / SECONDS_PER_HOUR),
+        "checkpoint_interval_method": r.method_label,
+        "optimal_interval_h": out(r.optimum_s / SECONDS_PER_HOUR),
+        "checkpoints": out(wall_h * shares.goodput * SECONDS_PER_HOUR / r.interval_s),
         "lost_h": {
-            "checkpoint_writes": out(lost_writes_h),
-            "rework": out(lost_rework_h),
-            "restarts": out(lost_restarts_h),
+            "checkpoint_writes": out(wall_h * shares.checkpoint_writes),
+            "rework": out(wall_h * shares.rework),
+            "restarts": out(wall_h * shares.restarts),
         },
         "goodput": out(shares.goodput),
         "goodput_ledger": inp.goodput_ledger,
     }
-    schedule = {
-        "mode": mode,
-        "ideal_days": out(ideal_s / SECONDS_PER_HOUR / HOURS_PER_DAY),
-        "wall_clock_days": out(wall_days),
-        "steps": out(steps),
-        "tokens": out(tokens),
-        "window_days": window_days,
+    schedule_block: ScheduleBlock = {
+        "mode": s.mode,
+        "ideal_days": out(s.ideal_s / SECONDS_PER_HOUR / HOURS_PER_DAY),
+        "wall_clock_days": out(s.wall_days),
+        "steps": out(s.steps),
+        "tokens": out(s.tokens),
+        "window_days": s.window_days,
     }
-    energy = {
-        "it_kwh": out(it_kwh),
-        "facility_kwh": out(facility_kwh),
-        "mean_it_power_kw": out(it_kwh / wall_h),
+    energy_block: EnergyBlock = {
+        "it_kwh": out(e.it_kwh),
+        "facility_kwh": out(e.facility_kwh),
+        "mean_it_power_kw": out(e.it_kwh / wall_h),
     }
-    carbon = {
-        "operational_kgco2e": out(operational),
-        "embodied_kgco2e": out(embodied),
-        "total_kgco2e": out(operational + embodied),
-        "water_l": out(water),
+    carbon_block: CarbonBlock = {
+        "operational_kgco2e": out(e.operational_kgco2e),
+        "embodied_kgco2e": out(e.embodied_kgco2e),
+        "total_kgco2e": out(e.operational_kgco2e + e.embodied_kgco2e),
+        "water_l": out(e.water_l),
     }
-    tco = {
-        "capex_usd": out(capex),
-        "maintenance_usd": out(maintenance),
-        "electricity_usd": out(electricity),
-        "total_usd": out(total),
-        "usd_per_million_tokens": out(per_mtok),
-        "cloud_usd": None if cloud is None else out(cloud),
-        "failure_cost_usd": out(total * failure_share),
-        "checkpoint_cost_usd": out(total * shares.checkpoint_writes),
-        "capex_share": out(capex / total)
-        if (total > 0 if scalar else np.all(np.asarray(total) > 0))
-        else out(0.0),
-        "capex_total_usd": out(capex_total),
-    }
-    if scalar:
-        blocks = (reliability, schedule, energy, carbon, tco)
-        if not all_plain_finite(blocks) and has_non_finite(blocks):
-            raise SolverInternalError("the ledger produced a non-finite number")
+    tco_block = tco_section(t, out)
+    if scalar and not _all_finite(
+        reliability_block, reliability_block["lost_h"], schedule_block, energy_block, carbon_block, tco_block
+    ):
+        raise SolverInternalError("the ledger produced a non-finite number")
     return LedgerResult(
-        reliability=reliability,
-        schedule=schedule,
-        energy=energy,
-        carbon=carbon,
-        tco=tco,
-        assumptions=assumptions,
-        warnings=warnings,
+        reliability=reliability_block,
+        schedule=schedule_block,
+        energy=energy_block,
+        carbon=carbon_block,
+        tco=tco_block,
+        assumptions=ledger_assumptions(inp),
+        warnings=[*r.warnings, *s.warnings],
     )
 
 
-# The assumptions of a ledger depend on its scenario inputs only, never on the step: they are formatted once
-# per distinct input set, as read-only entries that every result shares (a list value is copied for each). A
-# set of inputs is stored only after it passed ``_validate``, so a hit leaves only the three per-layout
-# values to check. The key is the pickle of every scenario field (``plain_key``: 1, 1.0, True and -0.0 stay apart, so a hit means the very same values;
-# inputs holding numpy scalars or other objects are simply not cached).
-_SCENARIO_FIELDS: tuple[str, ...] = tuple(
-    name
-    for name in LedgerInputs.__dataclass_fields__
-    if name not in ("step_s", "gpu_busy_fraction", "tokens_per_step")
-)
-_scenario_values = operator.attrgetter(*_SCENARIO_FIELDS)
-_NOTES_CACHE_MAX = 1024
-_NOTES_CACHE: dict[bytes, tuple[tuple[dict[str, Any], ...], tuple[int, ...]]] = {}
-
-
-LedgerNotes: TypeAlias = tuple[tuple[dict[str, Any], ...], tuple[int, ...]]
-"""The assumptions of one set of scenario values: read-only entries, and those with a list value."""
-
-
-def ledger_notes(inp: LedgerInputs) -> LedgerNotes:
-    """Validate ``inp`` (``ScenarioError`` naming the fields) and return the assumptions of its scenario
-    values, for ``compute_ledger(..., notes=)`` on inputs with these very scenario values (only the three
-    per-layout values may differ). A caller that keeps them for a scenario that never changes (a cached
-    resolved scenario) skips keying the notes cache on every report."""
-    key = plain_key(_scenario_values(inp))
-    notes = _NOTES_CACHE.get(key) if key is not None else None
-    if notes is None:
-        _validate(inp)
-        made = _ledger_notes(inp)
-        if not all_plain_finite([note["value"] for note in made]):
-            raise SolverInternalError("a ledger assumption is not a plain finite value")
-        notes = read_only_entries(made)
-        if key is not None:
-            if len(_NOTES_CACHE) >= _NOTES_CACHE_MAX:
-                _NOTES_CACHE.clear()
-            _NOTES_CACHE[key] = notes
-    elif not _valid_step(inp.step_s, inp.gpu_busy_fraction, inp.tokens_per_step):
-        _validate(inp)  # names the broken per-layout value, or passes arrays that are valid
-    return notes
-
-
-def _checked_assumptions(inp: LedgerInputs) -> list[dict[str, Any]]:
-    """Validate ``inp`` (``ScenarioError`` naming the fields) and return its assumptions (a fresh list of
-    shared read-only entries, ``solvers.plain.ReadOnlyDict``)."""
-    return fresh_entries(*ledger_notes(inp))
-
-
-def _with_step(inp: LedgerInputs, step: tuple[Num, Num, Num]) -> LedgerInputs:
-    step_s, busy, tokens = step
-    return dataclasses.replace(inp, step_s=step_s, gpu_busy_fraction=busy, tokens_per_step=tokens)
-
-
-def _valid_step(step_s: Any, busy: Any, tokens: Any) -> bool:
-    """True when the three per-layout values are python numbers within their rules (``_validate``'s)."""
-    return bool(
-        type(step_s) in _SCALARS
-        and type(busy) in _SCALARS
-        and type(tokens) in _SCALARS
-        and math.isfinite(step_s)
-        and math.isfinite(busy)
-        and math.isfinite(tokens)
-        and step_s > 0
-        and 0 <= busy <= 1
-        and tokens > 0
-    )
-
-
-def _ledger_notes(inp: LedgerInputs) -> list[dict[str, Any]]:
-    """The conventions and inputs ``compute_ledger`` used, in the order of the report's ``assumptions``."""
-    notes: list[dict[str, Any]] = []
-
-    def note(key: str, value: object, unit: str, source: str) -> None:
-        notes.append({"key": key, "value": to_plain(value), "unit": unit, "source": source})
-
-    nodes = math.ceil(inp.gpus / inp.gpus_per_node)
-    if inp.mtbf_convention == "node_series":
-        note(
-            "reliability.mtbf_convention",
-            "node_series",
-            "",
-            f"node MTBF = 1/({inp.gpus_per_node}/{inp.gpu_mttf_h:g} + {inp.nics_per_node}/{inp.nic_mttf_h:g} + "
-            f"{inp.psus_per_node}/{inp.psu_mttf_h:g}"
-            + "".join(f" + 1/{m:g}" for m in inp.other_mttf_h)
-            + f") h, cluster MTBF = node MTBF / {nodes} nodes (components in series; seed 000 §3)",
-        )
-    else:
-        note(
-            "reliability.mtbf_convention",
-            "gpu_only",
-            "",
-            "cluster MTBF = GPU MTTF / GPUs: only GPUs fail (mlsysim tutorial 06 text, seed 000 §3); NICs, "
-            "PSUs and other parts are ignored, so this MTBF is optimistic",
-        )
-    bytes_per_param = ckpt.checkpoint_bytes_per_param(optimizer=inp.optimizer, precision=inp.precision)
-    note("checkpoint.bytes_per_param", bytes_per_param, "B", ckpt.BYTES_PER_PARAM_NOTE)
-    if inp.checkpoint_writers is None:
-        writers = ckpt.default_checkpoint_writers(nodes=nodes)
-        note(
-            "checkpoint.writers",
-            writers,
-            "",
-            "one writer per node (default): every node writes its own shard of a sharded checkpoint "
-            "(PyTorch DCP, Megatron dist-ckpt); the file-system cap bounds the aggregate",
-        )
-    else:
-        writers = inp.checkpoint_writers
-        note("checkpoint.writers", writers, "", "training.checkpoint.writers as given")
-    write_gb_s = ckpt.checkpoint_write_bandwidth_gb_s(
-        writers=writers, per_writer_gb_s=inp.storage_per_writer_gb_s, storage_cap_gb_s=inp.storage_write_gb_s
-    )
-    note(
-        "checkpoint.write_bandwidth_gb_s",
-        write_gb_s,
-        "GB/s",
-        f"min({writers} writers x {inp.storage_per_writer_gb_s:g} GB/s, file-system cap "
-        f"{inp.storage_write_gb_s:g} GB/s) (mlsysim CheckpointModel, seed 000 §3.2)",
-    )
-    if inp.checkpoint_interval_h is None:
-        note(
-            "checkpoint.interval_method",
-            inp.interval_method,
-            "",
-            _INTERVAL_SOURCES[inp.interval_method] + "; evaluated on the real write time C, not a default",
-        )
-    else:
-        note("checkpoint.interval_method", "fixed", "", "training.checkpoint.interval_h as given")
-    note("reliability.goodput_ledger", inp.goodput_ledger, "", _LEDGER_SOURCES[inp.goodput_ledger])
-    if inp.total_tokens is not None:
-        note(
-            "schedule.duration",
-            "total_tokens",
-            "",
-            "wall-clock = ceil(total_tokens / tokens per step) x step time / goodput",
-        )
-    elif inp.job_days is not None:
-        note(
-            "schedule.duration",
-            "job_days",
-            "days",
-            "tokens delivered by economics.job_days of wall-clock",
-        )
-    else:
-        window = DEFAULTS["economics.window_days"]
-        window_days = float(window.value)  # type: ignore[arg-type]
-        note(
-            "schedule.duration",
-            window_days,
-            "days",
-            "neither training.total_tokens nor economics.job_days given: time-based figures use a "
-            f"{window_days:g}-day window ({window.source})",
-        )
-    note(
-        "energy.power_model",
-        inp.idle_fraction,
-        "fraction of TDP",
-        "GPU power = TDP x (idle_fraction + (1 - idle_fraction) x gpu_busy_fraction) while stepping (useful "
-        "work and rework), TDP x idle_fraction during checkpoint writes and restarts, plus "
-        f"{inp.host_w_per_node:g} W per node for hosts over the whole wall-clock time; facility = IT x PUE",
-    )
-    note(
-        "carbon.embodied_amortisation",
-        inp.embodied_lifetime_years,
-        "years",
-        "accelerator embodied carbon amortised straight-line over its service life and charged for the "
-        "job's wall-clock time only (Gupta et al., ACT, ISCA 2022 §3); hosts, network and building excluded",
-    )
-    note(
-        "carbon.operational_basis",
-        inp.grid_gco2_per_kwh,
-        "gCO2e/kWh",
-        "location-based: facility kWh x grid intensity (GHG Protocol Scope 2 Guidance 2015)",
-    )
-    note(
-        "water.wue_basis",
-        "it_energy",
-        "",
-        "water = WUE x IT energy: The Green Grid WP#35 defines WUE per kWh of IT equipment energy "
-        "(mlsysim multiplies facility energy, i.e. x PUE more)",
-    )
-    note(
-        "tco.capex_amortisation",
-        inp.amortization_years,
-        "years",
-        f"capex = unit price x {inp.gpus} GPUs x infra multiplier {inp.infra_multiplier:g}, straight-line over "
-        "amortization_years, charged for the wall-clock days / 365 (mlsysim EconomicsModel, seed 000 §5)",
-    )
-    note(
-        "tco.maintenance_basis",
-        inp.maintenance_per_year,
-        "fraction of capex per year",
-        "maintenance = full capex (with infra multiplier) x rate x days / 365 (mlsysim EconomicsModel)",
-    )
-    note(
-        "tco.failure_cost_basis",
-        "time_share",
-        "",
-        "failure_cost_usd = total x (rework + restarts) / wall-clock: the bill of the time failures take; "
-        "checkpoint_cost_usd likewise for checkpoint writes",
-    )
-    if inp.cloud_usd_per_gpu_hour is not None:
-        note(
-            "tco.cloud_basis",
-            inp.cloud_usd_per_gpu_hour,
-            "USD/GPU-h",
-            "cloud alternative = GPUs x the same wall-clock hours x $/GPU-hour",
-        )
-    return notes
+def tco_section(t: Tco, out: Any = float) -> TcoBlock:
+    """The report's ``tco`` section of ``t`` (``out`` converts each figure: ``float`` for one plan)."""
+    return {
+        "capex_usd": out(t.capex_usd),
+        "maintenance_usd": out(t.maintenance_usd),
+        "electricity_usd": out(t.electricity_usd),
+        "total_usd": out(t.total_usd),
+        "usd_per_million_tokens": out(t.usd_per_million_tokens),
+        "cloud_usd": None if t.cloud_usd is None else out(t.cloud_usd),
+        "failure_cost_usd": out(t.failure_cost_usd),
+        "checkpoint_cost_usd": out(t.checkpoint_cost_usd),
+        "capex_share": out(t.capex_share),
+        "capex_total_usd": out(t.capex_total_usd),
+    }
 
 
 _SCALARS = (float, int)
+
+
+def _all_finite(*blocks: Any) -> bool:
+    """True when no float value of these flat blocks is NaN or infinite (one look at their sum: a NaN or an
+    infinity makes it NaN or infinite; only a sum that overflows takes the exact look)."""
+    floats = [value for block in blocks for value in block.values() if type(value) is float]
+    return math.isfinite(sum(floats)) or all(map(math.isfinite, floats))
 
 
 def _ceil(value: Any) -> Any:
@@ -691,242 +583,3 @@ def _ceil(value: Any) -> Any:
 def _floor(value: Any) -> Any:
     """``np.floor``; a python float stays a python float (the same value: floor is exact)."""
     return float(math.floor(value)) if type(value) is float else np.floor(value)
-
-
-_INTERVAL_SOURCES = {
-    "young": "Young 1974 (CACM 17(9)): T = sqrt(2 C M)",
-    "daly": "Daly 2006 (FGCS 22(3)) eq. 37: T = sqrt(2CM)[1 + sqrt(C/2M)/3 + (C/2M)/9] - C for C < 2M, else M",
-    "exact": "exact optimum of the expected_loss renewal model (Daly 2006 §3): T = M (1 + W0(-e^(-1-C/M)))",
-}
-_LEDGER_SOURCES = {
-    "expected_loss": "Daly 2006 §3 renewal model with exponential failures: goodput = T / (M e^(R/M) "
-    "(e^((T+C)/M) - 1)); lost time split exactly into checkpoint writes, rework and restarts",
-    "sec5_writes_half_interval": "mlsysim tutorial §5 ledger (seed 000 §3.3): lost = writes + failures x T/2, "
-    "no restart term; goodput = 1 - C/T - T/(2M)",
-    "mlsysim_goodput_ratio": "mlsysim ReliabilityResult.goodput_ratio (seed 000 §3.3): 1 - C/T - R/MTBF; "
-    "rework after a failure is not counted",
-}
-
-
-def _valid_scalar(inp: LedgerInputs) -> bool:
-    """True when a one-layout input passes every rule of ``_validate`` (checked in one expression; any doubt
-    returns False and ``_validate`` names the broken rules)."""
-    number = (int, float)
-    plain = (
-        type(inp.step_s) in number
-        and type(inp.gpu_busy_fraction) in number
-        and type(inp.tokens_per_step) in number
-        and type(inp.gpus) is int
-        and type(inp.gpus_per_node) is int
-        and type(inp.nics_per_node) is int
-        and type(inp.psus_per_node) is int
-        and (inp.checkpoint_writers is None or type(inp.checkpoint_writers) is int)
-    )
-    if not plain:
-        return False
-    values = (
-        inp.step_s,
-        inp.gpu_busy_fraction,
-        inp.tokens_per_step,
-        inp.accelerator_tdp_w,
-        inp.accelerator_unit_price_usd,
-        inp.accelerator_embodied_kgco2e,
-        inp.gpu_mttf_h,
-        inp.nic_mttf_h,
-        inp.psu_mttf_h,
-        inp.restart_s,
-        inp.storage_write_gb_s,
-        inp.storage_per_writer_gb_s,
-        inp.host_w_per_node,
-        inp.idle_fraction,
-        inp.params,
-        inp.grid_gco2_per_kwh,
-        inp.pue,
-        inp.wue_l_per_kwh,
-        inp.electricity_usd_per_kwh,
-        inp.amortization_years,
-        inp.infra_multiplier,
-        inp.maintenance_per_year,
-        inp.embodied_lifetime_years,
-        *inp.other_mttf_h,
-    )
-    optional = (inp.total_tokens, inp.checkpoint_interval_h, inp.job_days, inp.cloud_usd_per_gpu_hour)
-    for value in (*values, *(v for v in optional if v is not None)):
-        if type(value) not in number or not math.isfinite(value):
-            return False
-    return bool(
-        inp.step_s > 0
-        and 0 <= inp.gpu_busy_fraction <= 1
-        and inp.tokens_per_step > 0
-        and inp.gpus >= 1
-        and inp.gpus_per_node >= 1
-        and inp.accelerator_tdp_w > 0
-        and inp.accelerator_unit_price_usd >= 0
-        and inp.accelerator_embodied_kgco2e >= 0
-        and inp.gpu_mttf_h > 0
-        and inp.nic_mttf_h > 0
-        and inp.psu_mttf_h > 0
-        and all(m > 0 for m in inp.other_mttf_h)
-        and inp.nics_per_node >= 0
-        and inp.psus_per_node >= 0
-        and inp.restart_s >= 0
-        and inp.storage_write_gb_s > 0
-        and inp.storage_per_writer_gb_s > 0
-        and inp.host_w_per_node >= 0
-        and 0 <= inp.idle_fraction <= 1
-        and inp.mtbf_convention in MTBF_CONVENTIONS
-        and inp.params > 0
-        and inp.optimizer in ckpt.OPTIMIZERS
-        and inp.precision in ckpt.PRECISIONS
-        and (inp.total_tokens is None or inp.total_tokens > 0)
-        and (inp.checkpoint_interval_h is None or inp.checkpoint_interval_h > 0)
-        and (inp.checkpoint_writers is None or inp.checkpoint_writers >= 1)
-        and inp.interval_method in INTERVAL_METHODS
-        and inp.goodput_ledger in GOODPUT_LEDGERS
-        and inp.grid_gco2_per_kwh >= 0
-        and inp.pue >= 1.0
-        and inp.wue_l_per_kwh >= 0
-        and inp.electricity_usd_per_kwh >= 0
-        and (inp.job_days is None or inp.job_days > 0)
-        and inp.amortization_years > 0
-        and inp.infra_multiplier >= 0
-        and inp.maintenance_per_year >= 0
-        and (inp.cloud_usd_per_gpu_hour is None or inp.cloud_usd_per_gpu_hour >= 0)
-        and inp.embodied_lifetime_years > 0
-    )
-
-
-def _validate(inp: LedgerInputs) -> None:
-    if _valid_scalar(inp):
-        return
-    errors: list[FieldError] = []
-
-    def need(ok: bool, path: str, rule: str) -> None:
-        if not ok:
-            errors.append(FieldError(path=path, message=rule))
-
-    def finite(value: float) -> bool:
-        return isinstance(value, int | float | np.number) and math.isfinite(value)
-
-    def positive(value: float | None) -> bool:
-        return value is not None and finite(value) and value > 0
-
-    def nonnegative(value: float | None) -> bool:
-        return value is not None and finite(value) and value >= 0
-
-    def integer(value: object, lowest: int) -> bool:
-        return isinstance(value, int | np.integer) and not isinstance(value, bool) and bool(value >= lowest)
-
-    for name, path in (("step_s", "step.step_s"), ("tokens_per_step", "training.global_batch_tokens")):
-        value = getattr(inp, name)
-        if np.ndim(value) == 0:
-            need(positive(float(value)), path, "must be positive and finite")
-        else:
-            array = np.asarray(value, dtype=np.float64)
-            need(bool(np.isfinite(array).all() and (array > 0).all()), path, "must be positive and finite")
-    busy = inp.gpu_busy_fraction
-    if np.ndim(busy) == 0:
-        need(
-            finite(float(busy)) and 0 <= float(busy) <= 1,
-            "step.gpu_busy_fraction",
-            "must be a fraction in 0..1",
-        )
-    else:
-        array = np.asarray(busy, dtype=np.float64)
-        need(
-            bool(np.isfinite(array).all() and ((array >= 0) & (array <= 1)).all()),
-            "step.gpu_busy_fraction",
-            "must be a fraction in 0..1",
-        )
-    try:
-        np.broadcast_shapes(
-            np.shape(inp.step_s), np.shape(inp.gpu_busy_fraction), np.shape(inp.tokens_per_step)
-        )
-    except ValueError:
-        errors.append(FieldError("step", "per-layout arrays must broadcast together"))
-
-    need(integer(inp.gpus, 1), "cluster.gpus", "must be an integer >= 1")
-    need(
-        integer(inp.gpus_per_node, 1),
-        "cluster.gpus_per_node",
-        "must be an integer >= 1",
-    )
-    need(positive(inp.accelerator_tdp_w), "cluster.accelerator.tdp_w", "must be positive")
-    need(nonnegative(inp.accelerator_unit_price_usd), "cluster.accelerator.unit_price_usd", "must be >= 0")
-    need(nonnegative(inp.accelerator_embodied_kgco2e), "cluster.accelerator.embodied_kgco2e", "must be >= 0")
-    for name in ("gpu_mttf_h", "nic_mttf_h", "psu_mttf_h"):
-        need(positive(getattr(inp, name)), f"cluster.reliability.{name}", "must be positive")
-    for i, mttf in enumerate(inp.other_mttf_h):
-        need(positive(mttf), f"cluster.reliability.other_mttf_h[{i}]", "must be positive")
-    need(
-        integer(inp.nics_per_node, 0),
-        "cluster.reliability.nics_per_node",
-        "must be an integer >= 0",
-    )
-    need(
-        integer(inp.psus_per_node, 0),
-        "cluster.reliability.psus_per_node",
-        "must be an integer >= 0",
-    )
-    need(nonnegative(inp.restart_s), "cluster.reliability.restart_s", "must be >= 0")
-    need(positive(inp.storage_write_gb_s), "cluster.storage.write_gb_s", "must be positive")
-    need(positive(inp.storage_per_writer_gb_s), "cluster.storage.per_writer_gb_s", "must be positive")
-    need(nonnegative(inp.host_w_per_node), "cluster.power.host_w_per_node", "must be >= 0")
-    need(
-        finite(inp.idle_fraction) and 0 <= inp.idle_fraction <= 1,
-        "cluster.power.idle_fraction",
-        "must be a fraction in 0..1",
-    )
-    need(
-        inp.mtbf_convention in MTBF_CONVENTIONS,
-        "cluster.reliability.mtbf_convention",
-        f"must be one of {', '.join(MTBF_CONVENTIONS)}",
-    )
-    need(positive(inp.params), "model.params", "must be positive")
-    need(
-        inp.optimizer in ckpt.OPTIMIZERS, "training.optimizer", f"must be one of {', '.join(ckpt.OPTIMIZERS)}"
-    )
-    need(
-        inp.precision in ckpt.PRECISIONS, "training.precision", f"must be one of {', '.join(ckpt.PRECISIONS)}"
-    )
-    need(
-        inp.total_tokens is None or positive(inp.total_tokens),
-        "training.total_tokens",
-        "must be positive when given",
-    )
-    need(
-        inp.checkpoint_interval_h is None or positive(inp.checkpoint_interval_h),
-        "training.checkpoint.interval_h",
-        "must be positive when given",
-    )
-    need(
-        inp.checkpoint_writers is None or integer(inp.checkpoint_writers, 1),
-        "training.checkpoint.writers",
-        "must be an integer >= 1 when given",
-    )
-    need(
-        inp.interval_method in INTERVAL_METHODS,
-        "training.checkpoint.interval_method",
-        f"must be one of {', '.join(INTERVAL_METHODS)}",
-    )
-    need(
-        inp.goodput_ledger in GOODPUT_LEDGERS,
-        "training.checkpoint.goodput_ledger",
-        f"must be one of {', '.join(GOODPUT_LEDGERS)}",
-    )
-    need(nonnegative(inp.grid_gco2_per_kwh), "site.grid_gco2_per_kwh", "must be >= 0")
-    need(finite(inp.pue) and inp.pue >= 1.0, "site.pue", "must be >= 1.0 (facility energy includes IT)")
-    need(nonnegative(inp.wue_l_per_kwh), "site.wue_l_per_kwh", "must be >= 0")
-    need(nonnegative(inp.electricity_usd_per_kwh), "site.electricity_usd_per_kwh", "must be >= 0")
-    need(inp.job_days is None or positive(inp.job_days), "economics.job_days", "must be positive when given")
-    need(positive(inp.amortization_years), "economics.amortization_years", "must be positive")
-    need(nonnegative(inp.infra_multiplier), "economics.infra_multiplier", "must be >= 0")
-    need(nonnegative(inp.maintenance_per_year), "economics.maintenance_per_year", "must be >= 0")
-    need(
-        inp.cloud_usd_per_gpu_hour is None or nonnegative(inp.cloud_usd_per_gpu_hour),
-        "economics.cloud_usd_per_gpu_hour",
-        "must be >= 0 when given",
-    )
-    need(positive(inp.embodied_lifetime_years), "economics.embodied_lifetime_years", "must be positive")
-    if errors:
-        raise ScenarioError(errors)

@@ -37,12 +37,12 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from solvers.document_text import load_yaml
+from solvers.entry import solve
 from solvers.ledger import compute_ledger, ledger_inputs_with_defaults
 from solvers.ledger_defaults import DEFAULTS
-from solvers.report import solve
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
 
@@ -124,7 +124,7 @@ def step_rows() -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for case in CASES:
         if case.example not in reports:
-            reports[case.example] = solve(load_example(case.example))
+            reports[case.example] = cast(dict[str, Any], solve(load_example(case.example)))
         predicted = _predicted(reports[case.example], case.metric)
         if case.metric in _MFU_METRICS:
             unit, error, error_unit = "fraction", (predicted - case.published) * 100.0, "points"

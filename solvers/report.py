@@ -1,10 +1,10 @@
-"""Scenario document -> report document (CONTRACT.md v1).
+"""A report document (CONTRACT.md v1) composed from its parts; nothing is computed here but the warnings.
 
-``solve`` resolves the scenario (``solvers.inputs``), checks the layout with the engine's rules, evaluates the
-step (``solvers.engine``), runs the reliability / schedule / energy / carbon / TCO ledger
-(``solvers.ledger.compute_ledger``) on that step, and composes one report: layout, step, traffic and memory
-from ``StepColumns.row(i)``; reliability, schedule, energy, carbon and tco from the ledger; the assumptions
-ledger of all three; warnings (a plan that does not fit in memory is a warning, not an error).
+``compose`` takes a resolved scenario, its layout, the engine's row for that layout (python scalars) and the
+ledger on that row, and lays them out as the report: layout, step, traffic and memory from the row;
+reliability, schedule, energy, carbon and tco from the ledger; the assumptions of the scenario, the step and
+the ledger; warnings (a plan that does not fit in memory is a warning, not an error). The entry points that
+produce the parts are in ``solvers.entry``.
 
 ``input_hash`` is ``canonical_hash`` of the resolved scenario document, which the report also carries under
 ``scenario``. A report never holds NaN or infinity: one would be a solver bug and raises
@@ -14,101 +14,27 @@ ledger of all three; warnings (a plan that does not fit in memory is a warning, 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from solvers import engine
+from solvers import version
 from solvers.canonical import canonical_hash
-from solvers.errors import FieldError, ScenarioError, SolverInternalError
-from solvers.inputs import SCHEMA_VERSION, Resolved, layout_from_batch, resolve
-from solvers.ledger import LedgerInputs, compute_ledger, ledger_notes
-from solvers.plain import ReadOnlyDict
-from solvers.search.ranking import search_resolved
-from solvers.specs import LayoutBatch
+from solvers.errors import SolverInternalError, reason_to_error
+from solvers.inputs import SCHEMA_VERSION, Resolved
+from solvers.layout import Layout
+from solvers.ledger import LedgerResult
+from solvers.report_types import Assumption, LayoutBlock, Report, SearchSummary
 
-# Changes whenever any number that a given input produces changes (see the CHANGELOG, "solver changes").
-SOLVER_VERSION = "1.2.0"
+__all__ = ["compose", "compose_report", "reason_to_error", "step_assumptions"]
 
 _GB = 1e9
 
 
-def reason_to_error(reason: str) -> FieldError:
-    """An engine rule text ``"path: message"`` as a FieldError (the whole text when it has no path)."""
-    path, sep, message = reason.partition(": ")
-    if sep and path and " " not in path:
-        return FieldError(path=path, message=message)
-    return FieldError(path="training.layout", message=reason)
-
-
-def _pick_layout(resolved: Resolved) -> tuple[LayoutBatch, dict[str, Any], dict[str, Any] | None]:
-    """Check and evaluate the scenario's layouts; returns (a batch of the chosen layout, its engine row as
-    python scalars, the search summary or None).
-
-    One layout: the engine's first broken rule is a ``ScenarioError`` naming its field. ``layout: auto``:
-    ``solvers.search`` enumerates and evaluates every candidate with the same vectorised engine and the
-    fastest layout that fits in memory is reported; the summary counts rejections by rule.
-    """
-    model, cluster, training = resolved.model, resolved.cluster, resolved.training
-    if not resolved.layout_auto:
-        row, reason = engine.evaluate_one(
-            model=model, cluster=cluster, training=training, layouts=resolved.layouts
-        )
-        if row is None:
-            raise ScenarioError([reason_to_error(reason or "training.layout: invalid layout")])
-        return resolved.layouts, row, None
-
-    result = search_resolved(resolved)  # raises ScenarioError naming the rule when nothing is feasible
-    best = result.layouts.take(np.array([0]))
-    columns = engine.evaluate(model=model, cluster=cluster, training=training, layouts=best)
-    summary = {
-        "objective": result.objective,
-        "candidates": result.candidates,
-        "evaluated": result.evaluated,
-        "feasible": result.feasible,
-        "rejected": result.rejected,
-        "elapsed_s": result.elapsed_s,
-    }
-    return best, columns.row(0), summary
-
-
-def _ledger(resolved: Resolved, row: Mapping[str, Any], *, shared: bool = False) -> Any:
-    """The ledger of ``resolved`` at the step of ``row``.
-
-    ``shared``: ``resolved`` is the cache's own and its ledger fields never change, so one LedgerInputs and
-    the checked notes of its scenario values are kept on it, and each report passes only its step values.
-    """
-    step = (
-        float(row["step_s"]),
-        float(row["gpu_busy_fraction"]),
-        float(resolved.training.global_batch_tokens),
-    )
-    if not shared:
-        inputs = LedgerInputs(*step, **resolved.ledger_fields)
-        return compute_ledger(inputs)
-    kept = resolved.__dict__.get("_ledger_inputs")
-    if kept is None:
-        inputs = LedgerInputs(*step, **resolved.ledger_fields)
-        kept = resolved.__dict__["_ledger_inputs"] = (inputs, ledger_notes(inputs))
-    inputs, notes = kept
-    return compute_ledger(inputs, notes=notes, step=step)
-
-
-def _step_assumptions(resolved: Resolved) -> tuple[dict[str, Any], ...]:
-    """The step's conventions; read-only entries kept on the (frozen, never changing) cluster spec."""
-    precision = resolved.training.precision
-    kept: dict[str, tuple[dict[str, Any], ...]] | None = resolved.cluster.__dict__.get("_step_notes")
-    if kept is None:
-        kept = resolved.cluster.__dict__["_step_notes"] = {}
-    notes = kept.get(precision)
-    if notes is None:
-        notes = kept[precision] = _make_step_assumptions(resolved.cluster.accelerator.peak_tflops, precision)
-    return notes
-
-
-def _make_step_assumptions(peaks: Mapping[str, float], precision: str) -> tuple[dict[str, Any], ...]:
-    entries: list[dict[str, Any]] = [
+def step_assumptions(peaks: Mapping[str, float], precision: str) -> list[Assumption]:
+    """The step's conventions: how model FLOPs are counted and which peaks ``mfu`` and ``mfu_bf16`` use."""
+    return [
         {
             "key": "step.model_flops_per_token",
             "value": "6 * active_params + 12 * layers * hidden * seq_len",
@@ -129,7 +55,6 @@ def _make_step_assumptions(peaks: Mapping[str, float], precision: str) -> tuple[
             "source": "dense BF16 peak of the accelerator (DeepSeek-V3 quotes its FP8 run this way)",
         },
     ]
-    return tuple(ReadOnlyDict(entry) for entry in entries)  # read-only, like every other assumption entry
 
 
 def compose_report(
@@ -137,51 +62,58 @@ def compose_report(
     resolved: Resolved,
     layout: Mapping[str, Any],
     row: Mapping[str, Any],
-    ledger: Any,
+    ledger: LedgerResult,
     search: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The report document from a resolved scenario, one engine row and its ledger result.
+) -> Report:
+    """The report from a resolved scenario, one layout given as a mapping with the document's spellings
+    (``solvers.inputs.layout_from_batch``), its engine row and its ledger (the search's best layout)."""
+    block: LayoutBlock = {
+        "tp": int(layout["tp"]),
+        "pp": int(layout["pp"]),
+        "cp": int(layout["cp"]),
+        "ep": int(layout["ep"]),
+        "dp": int(layout["dp"]),
+        "microbatch_seqs": int(layout["microbatch_seqs"]),
+        "microbatches": row["microbatches"],
+        "schedule": str(layout["schedule"]),
+        "virtual_stages": int(layout["virtual_stages"]),
+        "zero_stage": int(layout["zero_stage"]),
+        "recompute": str(layout["recompute"]),
+        "sequence_parallel": bool(layout["sequence_parallel"]),
+        "fsdp_reshard_after_forward": bool(layout["fsdp_reshard_after_forward"]),
+        "expert_tp": int(layout["expert_tp"]),
+        "grad_reduce_dtype": str(layout["grad_reduce_dtype"]),
+    }
+    return _compose(resolved, block, row, ledger, None if search is None else dict(search), owned=False)
 
-    ``row`` holds python scalars (``evaluate_one`` or ``StepColumns.row``); anything else in the engine's
-    blocks is caught and converted by ``_checked``. The report takes ``resolved``'s document as it is and a
-    copy of its assumptions list (a Resolved from ``resolve`` is the caller's own).
+
+def compose(
+    resolved: Resolved,
+    layout: Layout,
+    row: Mapping[str, Any],
+    ledger: LedgerResult,
+    search: SearchSummary | None = None,
+    *,
+    owned: bool = False,
+) -> Report:
+    """The report of ``resolved`` at ``layout``, from the engine's ``row`` (python scalars) and ``ledger``.
+
+    ``owned``: ``resolved`` belongs to this report alone (``solve`` resolved it for this call), so the
+    report takes its document and assumptions as they are; otherwise it takes copies, and ``resolved`` stays
+    as it was.
     """
-    return _compose(
-        resolved,
-        _exact_layout(layout),
-        row,
-        ledger,
-        search,
-        document=resolved.document,
-        assumptions=list(resolved.assumptions),
-    )
-
-
-_LAYOUT_INTS = ("tp", "pp", "cp", "ep", "dp", "microbatch_seqs", "virtual_stages", "zero_stage", "expert_tp")
-_LAYOUT_BOOLS = ("sequence_parallel", "fsdp_reshard_after_forward")
-
-
-def _exact_layout(layout: Mapping[str, Any]) -> dict[str, Any]:
-    """A resolved layout with python ints and bools (``layout_from_batch`` gives them already)."""
-    out = dict(layout)
-    for name in _LAYOUT_INTS:
-        out[name] = int(layout[name])
-    for name in _LAYOUT_BOOLS:
-        out[name] = bool(layout[name])
-    return out
+    return _compose(resolved, layout.block(row["microbatches"]), row, ledger, search, owned=owned)
 
 
 def _compose(
     resolved: Resolved,
-    layout: Mapping[str, Any],
+    layout: LayoutBlock,
     row: Mapping[str, Any],
-    ledger: Any,
+    ledger: LedgerResult,
     search: Mapping[str, Any] | None,
     *,
-    document: dict[str, Any],
-    assumptions: list[dict[str, Any]],
-) -> dict[str, Any]:
-    # ``document`` and the ``assumptions`` list become the report's own (the list is extended in place).
+    owned: bool,
+) -> Report:
     warnings = list(resolved.warnings)
     fits = bool(row["fits"])
     roofline = bool(row.get("roofline_bound", False))
@@ -197,30 +129,21 @@ def _compose(
             "step (step.roofline_bound)"
         )
     warnings.extend(ledger.warnings)  # texts the ledger wrote
-
-    assumptions.extend(_step_assumptions(resolved))
+    if owned:
+        document = resolved.document
+        assumptions: list[Assumption] = resolved.assumptions  # type: ignore[assignment]
+    else:
+        document = _json_copy(resolved.document)
+        assumptions = _copy_assumptions(resolved.assumptions)
+    assumptions.extend(
+        step_assumptions(resolved.cluster.accelerator.peak_tflops, resolved.training.precision)
+    )
     assumptions.extend(ledger.assumptions)
-    report: dict[str, Any] = {
+    report: Report = {
         "schema_version": SCHEMA_VERSION,
-        "solver_version": SOLVER_VERSION,
+        "solver_version": version.SOLVER_VERSION,
         "input_hash": resolved.input_hash or canonical_hash(document),
-        "layout": {  # python ints and bools: layout_from_batch's, or _exact_layout's
-            "tp": layout["tp"],
-            "pp": layout["pp"],
-            "cp": layout["cp"],
-            "ep": layout["ep"],
-            "dp": layout["dp"],
-            "microbatch_seqs": layout["microbatch_seqs"],
-            "microbatches": row["microbatches"],
-            "schedule": layout["schedule"],
-            "virtual_stages": layout["virtual_stages"],
-            "zero_stage": layout["zero_stage"],
-            "recompute": layout["recompute"],
-            "sequence_parallel": layout["sequence_parallel"],
-            "fsdp_reshard_after_forward": layout["fsdp_reshard_after_forward"],
-            "expert_tp": layout["expert_tp"],
-            "grad_reduce_dtype": layout["grad_reduce_dtype"],
-        },
+        "layout": layout,
         "step": {
             "model_flops_per_token": row["model_flops_per_token"],
             "compute_s": row["compute_s"],
@@ -283,14 +206,40 @@ def _compose(
     return _checked(report, row)
 
 
-def _checked(report: dict[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
+def _json_copy(value: Any) -> Any:
+    """A copy of a JSON-like value in which every dict and list is a new plain one (strings and numbers are
+    shared). A leaf is told by its exact type, one set lookup: most of a document is leaves."""
+    if isinstance(value, dict):
+        return {key: item if type(item) in _LEAVES else _json_copy(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [item if type(item) in _LEAVES else _json_copy(item) for item in value]
+    return value
+
+
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
+def _copy_assumptions(entries: list[dict[str, Any]]) -> list[Assumption]:
+    """The assumption entries as new plain dicts ({key, value, unit, source}: only ``value`` may hold a
+    container, copied too)."""
+    out: list[Any] = list(map(dict.copy, entries))
+    for entry in out:
+        if isinstance(entry["value"], _CONTAINERS):
+            entry["value"] = _json_copy(entry["value"])
+    return out
+
+
+_CONTAINERS = (dict, list, tuple)
+
+
+def _checked(report: Report, row: Mapping[str, Any]) -> Report:
     """``report`` unchanged when the engine's row holds plain finite JSON values; otherwise the slow walk
     converts numpy scalars and names the first non-finite field (``SolverInternalError``).
 
     The engine's blocks (step, traffic, memory) are made of the row's values and of ints, bools and names of
     the layout, so one flat look at the row covers them. The rest was checked where it was made: ``resolve``
-    refused every non-finite input and checked its assumptions once, the ledger checks every block it
-    returns and its assumptions once per set of inputs, and the step assumptions are accelerator peaks that
+    refused every non-finite input and checked its assumptions, the ledger checks every block it returns
+    (its assumptions hold the parser-checked inputs), and the step assumptions are accelerator peaks that
     ``resolve`` checked.
     """
     if type(row) is dict:
@@ -299,7 +248,8 @@ def _checked(report: dict[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
         # that overflows merely sends a finite row down the exact walk below.)
         if set(map(type, values)) <= _ROW_NUMBER_TYPES and math.isfinite(sum(values)):
             return report
-    return _plain_checked(report, "")
+    checked: Report = _plain_checked(report, "")
+    return checked
 
 
 _ROW_NUMBER_TYPES = frozenset({float, int, bool})
@@ -320,44 +270,3 @@ def _plain_checked(value: Any, path: str) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         raise SolverInternalError(f"report field {path} is {value!r}")
     return value
-
-
-def solve_resolved(resolved: Resolved) -> dict[str, Any]:
-    """The report of an already resolved scenario (the report takes its document and assumptions)."""
-    return _report(resolved, document=resolved.document, assumptions=list(resolved.assumptions))
-
-
-def solve(document: Any) -> dict[str, Any]:
-    """Scenario document (dict) -> report document (dict); ``ScenarioError`` names the field for bad input.
-
-    Example: ``solve({"model": {"preset": "llama3-8b"}, "cluster": {"node": "dgx-h100", "gpus": 64}})``
-    returns a report whose ``step.step_s`` is the time of one optimizer step of a ~4M-token batch.
-    """
-    return solve_resolved(resolve(document))
-
-
-def _report(
-    resolved: Resolved, *, document: dict[str, Any], assumptions: list[dict[str, Any]], shared: bool = False
-) -> dict[str, Any]:
-    layouts, row, search = _pick_layout(resolved)
-    ledger = _ledger(resolved, row, shared=shared)
-    return _compose(
-        resolved,
-        layout_from_batch(layouts, 0),
-        row,
-        ledger,
-        search,
-        document=document,
-        assumptions=assumptions,
-    )
-
-
-def solve_many(documents: Iterable[Any]) -> list[dict[str, Any]]:
-    """One result per document, in order: a report, or ``{"error": {"path", "message", "errors"}}``."""
-    out: list[dict[str, Any]] = []
-    for document in documents:
-        try:
-            out.append(solve(document))
-        except ScenarioError as exc:
-            out.append({"error": exc.as_dict()})
-    return out

@@ -115,13 +115,13 @@ def test_a_price_book_publication_is_an_event_with_its_changes_and_plans_to_reru
 
 def test_a_new_solver_version_is_announced_once_per_team(world: World, monkeypatch) -> None:
     import solvers
-    import solvers.report
+    import solvers.version
 
     plans = [make_plan(world, name=f"p{i}") for i in range(2)]
     for plan in plans:
         solve_plan(plan)
     assert not Event.objects.filter(kind="solver.changed").exists()
-    monkeypatch.setattr(solvers.report, "SOLVER_VERSION", "99.0.0")
+    monkeypatch.setattr(solvers.version, "SOLVER_VERSION", "99.0.0")
     monkeypatch.setattr(solvers, "SOLVER_VERSION", "99.0.0")
     for plan in plans:
         solve_plan(plan)

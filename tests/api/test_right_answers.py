@@ -117,12 +117,12 @@ def test_a_solve_after_a_sweep_is_compared_with_the_last_solve(world: World, mon
 
 def test_a_run_after_a_solver_change_stores_new_numbers(world: World, monkeypatch) -> None:
     import solvers
-    import solvers.report
+    import solvers.version
 
     plan = make_plan(world)
     old = solve_plan(plan)
     assert solve_plan(plan).pk == old.pk  # the same inputs and solver: the stored result
-    monkeypatch.setattr(solvers.report, "SOLVER_VERSION", "99.0.0")
+    monkeypatch.setattr(solvers.version, "SOLVER_VERSION", "99.0.0")
     monkeypatch.setattr(solvers, "SOLVER_VERSION", "99.0.0")
     new = solve_plan(plan)
     assert new.pk != old.pk and new.version == 2 and new.solver_version == "99.0.0"

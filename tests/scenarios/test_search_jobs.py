@@ -303,7 +303,7 @@ def _solve_point(plan: Any, row: dict[str, Any]) -> dict[str, Any]:
     inputs = services.plan_inputs(plan=plan)
     document, _ = inputs.pricing.apply(point_document(inputs.base_document, row["point"]))
     document["training"] = {**document["training"], "layout": row["best"]["layout"]}
-    return solve(document)
+    return dict(solve(document))
 
 
 @pytest.mark.django_db

@@ -1,13 +1,15 @@
 from __future__ import annotations
 
-import dataclasses
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pytest
 
 from solvers.errors import ScenarioError
 from solvers.ledger import FIELD_PATHS, LedgerInputs, compute_ledger, ledger_inputs_with_defaults
+from solvers.ledger_checks import check_ledger_inputs
 from solvers.ledger_defaults import DEFAULTS, GOODPUT_LEDGERS, INTERVAL_METHODS, MTBF_CONVENTIONS
 
 H100_512 = {
@@ -33,7 +35,7 @@ def make_inputs(**overrides) -> LedgerInputs:
     return ledger_inputs_with_defaults(region=region, **fields)
 
 
-def _numbers(section: dict) -> list[float]:
+def _numbers(section: Mapping[str, Any]) -> list[float]:
     values: list[float] = []
     for value in section.values():
         if isinstance(value, dict):
@@ -90,14 +92,15 @@ def test_array_inputs_match_one_call_per_layout():
             for key, value in getattr(one, section).items():
                 if isinstance(value, float):
                     assert getattr(batch, section)[key][i] == pytest.approx(value), (section, key)
-        assert batch.reliability["goodput"][i] == pytest.approx(one.reliability["goodput"])
+        assert np.asarray(batch.reliability["goodput"])[i] == pytest.approx(one.reliability["goodput"])
 
 
 def test_wall_clock_is_ideal_over_goodput_and_lost_time_adds_up():
     result = compute_ledger(make_inputs())
     rel, sched = result.reliability, result.schedule
     assert sched["wall_clock_days"] == pytest.approx(sched["ideal_days"] / rel["goodput"])
-    lost_h = sum(rel["lost_h"].values())
+    lost = rel["lost_h"]
+    lost_h = lost["checkpoint_writes"] + lost["rework"] + lost["restarts"]
     assert (sched["wall_clock_days"] - sched["ideal_days"]) * 24 == pytest.approx(lost_h)
     steps = math.ceil(1e12 / (4 * 1024 * 1024))
     assert sched["steps"] == steps
@@ -203,12 +206,19 @@ def test_every_convention_combination_is_finite(ledger, method, convention):
     assert {"reliability.goodput_ledger", "checkpoint.interval_method", "reliability.mtbf_convention"} <= keys
 
 
+def test_ledger_inputs_are_immutable():
+    inputs = make_inputs()
+    with pytest.raises(AttributeError):
+        inputs.pue = 2.0  # type: ignore[misc]
+    assert inputs._replace(pue=2.0).pue == 2.0 and inputs.pue != 2.0
+
+
 def test_bad_inputs_raise_one_error_per_field_with_paths():
-    inputs = dataclasses.replace(
-        make_inputs(), pue=0.9, gpus=0, idle_fraction=1.5, goodput_ledger="x", step_s=np.array([1.0, -1.0])
+    inputs = make_inputs()._replace(
+        pue=0.9, gpus=0, idle_fraction=1.5, goodput_ledger="x", step_s=np.array([1.0, -1.0])
     )
     with pytest.raises(ScenarioError) as info:
-        compute_ledger(inputs)
+        check_ledger_inputs(inputs)
     paths = {e.path for e in info.value.errors}
     assert {
         "site.pue",

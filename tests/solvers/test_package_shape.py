@@ -25,30 +25,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "solvers"
 MAX_LINES = 700
 
-# Files over MAX_LINES that are being split on other branches (schema.py -> solvers/inputs/, ledger.py into
-# typed blocks, engine.py around one _step). Remove each entry when its split lands: an entry whose file is
-# no longer over the limit fails test_known_exceptions_are_current.
-KNOWN_LONG_FILES: dict[str, str] = {
-    "ledger.py": "split into typed blocks (reliability, schedule, energy and carbon, TCO)",
-    "engine.py": "one _step for a Layout or a LayoutBatch",
-}
-
-# Caches and memos that other branches remove: the document caches of schema.py (with its functools caches)
-# and plain.py's restricted-pickle store; ledger.py's notes cache; the memos that report.py, engine.py,
-# collectives.py and specs.py write through __dict__. Same rule: an entry that no longer occurs fails
-# test_known_exceptions_are_current, so the list only shrinks.
-KNOWN_STATE: dict[str, frozenset[str]] = {
-    "plain.py": frozenset({"module-level weak or thread-local store"}),
-    "ledger.py": frozenset({"mutated module-level container"}),
-    "report.py": frozenset({"__dict__"}),
-    "engine.py": frozenset({"__dict__"}),
-    "collectives.py": frozenset({"__dict__"}),
-}
-
-# Function-local imports of solver modules without a comment saying why (none hides a circle: each imports
-# solvers.catalog, which imports no solver module), in files other branches rewrite.
-KNOWN_LOCAL_IMPORTS: frozenset[str] = frozenset({"ledger.py"})
-
 FORBIDDEN_PACKAGES: tuple[str, ...] = (
     "django",
     "rest_framework",
@@ -201,14 +177,13 @@ def test_no_file_is_over_the_line_limit() -> None:
         for path in solver_files()
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
-    unexpected = {name: n for name, n in over.items() if name not in KNOWN_LONG_FILES}
-    assert not unexpected, f"files over {MAX_LINES} lines: {unexpected}"
+    assert not over, f"files over {MAX_LINES} lines: {over}"
 
 
 def test_no_module_keeps_state_between_calls() -> None:
     unexpected = {}
     for path in solver_files():
-        extra = kept_state(_tree(path)) - KNOWN_STATE.get(_name(path), frozenset())
+        extra = kept_state(_tree(path))
         if extra:
             unexpected[_name(path)] = sorted(extra)
     assert not unexpected, f"state kept between calls: {unexpected}"
@@ -217,34 +192,11 @@ def test_no_module_keeps_state_between_calls() -> None:
 def test_function_local_solver_imports_say_why() -> None:
     unexplained = {}
     for path in solver_files():
-        if _name(path) in KNOWN_LOCAL_IMPORTS:
-            continue
         text = path.read_text(encoding="utf-8")
         lines = local_solver_imports(ast.parse(text), text.splitlines())
         if lines:
             unexplained[_name(path)] = lines
     assert not unexplained, f"function-local imports without a comment saying why: {unexplained}"
-
-
-def test_known_exceptions_are_current() -> None:
-    """Each listed exception still occurs; one that no longer does is removed from its list."""
-    files = {_name(path): path for path in solver_files()}
-    stale = [
-        name
-        for name in KNOWN_LONG_FILES
-        if name not in files or len(files[name].read_text(encoding="utf-8").splitlines()) <= MAX_LINES
-    ]
-    for name, kinds in KNOWN_STATE.items():
-        present = kept_state(_tree(files[name])) if name in files else set()
-        stale.extend(f"{name}: {kind}" for kind in sorted(kinds - present))
-    for name in KNOWN_LOCAL_IMPORTS:
-        if name not in files:
-            stale.append(name)
-            continue
-        text = files[name].read_text(encoding="utf-8")
-        if not local_solver_imports(ast.parse(text), text.splitlines()):
-            stale.append(f"{name}: local imports")
-    assert not stale, f"exceptions that no longer occur (remove them from this file): {stale}"
 
 
 @pytest.mark.parametrize(

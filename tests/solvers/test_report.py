@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 from solvers import solve, solve_many
 from solvers.canonical import canonical_hash
+from solvers.entry import SOLVER_VERSION
 from solvers.errors import ScenarioError, SolverInternalError
 from solvers.inputs import resolve
-from solvers.report import SOLVER_VERSION, _plain_checked, reason_to_error
+from solvers.report import _plain_checked, reason_to_error
 
 CONTRACT_KEYS = {
     "schema_version",
@@ -206,7 +207,7 @@ def test_solve_many_keeps_order_and_reports_errors_in_place() -> None:
     out = solve_many([doc(), bad, doc()])
     assert len(out) == 3
     assert "input_hash" in out[0] and "input_hash" in out[2]
-    assert out[1]["error"]["path"] == "cluster.gpus"
+    assert cast(dict[str, Any], out[1])["error"]["path"] == "cluster.gpus"
 
 
 def test_reason_to_error_parses_engine_rule_text() -> None:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from solvers.engine import StepColumns, check_layouts, evaluate, evaluate_one, layout_rule_codes
+from solvers.layout import Layout
 from solvers.specs import ClusterSpec, LayoutBatch, ModelSpec, OverlapSpec, TrainingSpec
 from tests.solvers.test_engine import DEEPSEEK_V3, LLAMA3_405B, catalog_cluster, training
 
@@ -94,7 +95,7 @@ def test_thousand_layouts_batch_equals_batches_of_one_exactly(
     assert len(batch) == 1000
     for i in range(1000):
         single = evaluate(model=model, cluster=cluster, training=tr, layouts=one(layouts, i))
-        row, reason = evaluate_one(model=model, cluster=cluster, training=tr, layouts=one(layouts, i))
+        row, reason = evaluate_one(model=model, cluster=cluster, training=tr, layout=Layout.of(layouts, i))
         assert reason is None and row is not None
         assert row == single.row(0)
         assert tuple(row) == tuple(f.name for f in fields(StepColumns))  # the report reads them in order
@@ -135,5 +136,5 @@ def test_rule_codes_batch_equals_batches_of_one() -> None:
         c1, _ = layout_rule_codes(model=model, cluster=cluster, training=tr, layouts=one(layouts, i))
         _ok1, m1 = check_layouts(model=model, cluster=cluster, training=tr, layouts=one(layouts, i))
         assert int(c1[0]) == int(codes[i]) and m1[0] == messages[i]
-        row, reason = evaluate_one(model=model, cluster=cluster, training=tr, layouts=one(layouts, i))
+        row, reason = evaluate_one(model=model, cluster=cluster, training=tr, layout=Layout.of(layouts, i))
         assert reason == messages[i] and (row is None) == (reason is not None)

@@ -1,0 +1,105 @@
+"""The entry points (solvers.entry): a held Resolved solves again alike, and a price change over many held
+plans gives the very bill of a full solve of the re-priced documents."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+import pytest
+
+from solvers import resolve, solve, solve_resolved
+from solvers.entry import pick_layout, reprice_many
+from solvers.layout import Layout
+
+
+def _plan(
+    preset: str, node: str, accelerator: str, gpus: int, tp: int, pp: int, *, price: float, kwh: float
+) -> dict[str, Any]:
+    return {
+        "model": {"preset": preset},
+        "cluster": {
+            "node": node,
+            "gpus": gpus,
+            "accelerator": {"preset": accelerator, "unit_price_usd": price},
+        },
+        "site": {"region": "poland", "electricity_usd_per_kwh": kwh},
+        "training": {"global_batch_seqs": 256, "layout": {"tp": tp, "pp": pp, "zero_stage": 1}},
+        "economics": {"job_days": 30, "infra_multiplier": 1.5},
+    }
+
+
+PLANS = [
+    _plan("llama3-8b", "dgx-h100", "h100-sxm", 64, 1, 1, price=25_000.0, kwh=0.08),
+    _plan("llama3-70b", "dgx-h100", "h100-sxm", 256, 8, 2, price=30_000.0, kwh=0.12),
+    _plan("gpt3-175b", "dgx-a100-80gb", "a100-sxm-80gb", 512, 8, 8, price=15_000.0, kwh=0.2),
+]
+
+
+def _repriced(doc: dict[str, Any], price: float, kwh: float, cloud: float | None) -> dict[str, Any]:
+    out = copy.deepcopy(doc)
+    out["cluster"]["accelerator"]["unit_price_usd"] = price
+    out["site"]["electricity_usd_per_kwh"] = kwh
+    if cloud is not None:
+        out["economics"]["cloud_usd_per_gpu_hour"] = cloud
+    return out
+
+
+@pytest.mark.parametrize("cloud", [None, 2.5])
+def test_reprice_many_equals_solving_the_repriced_documents_exactly(cloud: float | None) -> None:
+    held = [resolve(doc) for doc in PLANS]
+    reports = [solve_resolved(r) for r in held]
+    steps = [(rep["step"]["step_s"], rep["step"]["gpu_busy_fraction"]) for rep in reports]
+    new = [
+        {"accelerator_unit_price_usd": 20_000.0 + 1_000.0 * i, "electricity_usd_per_kwh": 0.1 + 0.01 * i}
+        | ({} if cloud is None else {"cloud_usd_per_gpu_hour": cloud})
+        for i in range(len(PLANS))
+    ]
+    bills = reprice_many(held, steps, new)
+    for doc, price, bill in zip(PLANS, new, bills, strict=True):
+        full = solve(
+            _repriced(doc, price["accelerator_unit_price_usd"], price["electricity_usd_per_kwh"], cloud)
+        )
+        assert bill == full["tco"]  # bit for bit: the same IEEE-754 operations, elementwise
+        assert all(type(v) is float for k, v in bill.items() if k != "cloud_usd")
+    assert (bills[0]["cloud_usd"] is None) == (cloud is None)
+
+
+def test_reprice_many_wants_one_step_and_one_price_per_plan() -> None:
+    held = [resolve(PLANS[0])]
+    with pytest.raises(ValueError):
+        reprice_many(held, [], [{}])
+    assert reprice_many([], [], []) == []
+
+
+def test_a_held_resolved_solves_again_alike_and_is_never_changed() -> None:
+    held = resolve(PLANS[1])
+    document, assumptions = copy.deepcopy(held.document), copy.deepcopy(held.assumptions)
+    first = solve_resolved(held)
+    first["scenario"]["model"]["layers"] = 1
+    first["assumptions"][0]["value"] = "edited"
+    first["assumptions"].clear()
+    first["warnings"].append("edited")
+    second = solve_resolved(held)
+    assert second == solve(PLANS[1])
+    assert held.document == document and held.assumptions == assumptions
+
+
+def test_the_layout_of_one_solve_is_a_frozen_layout_of_python_scalars() -> None:
+    layout, row, search = pick_layout(resolve(PLANS[1]))
+    assert isinstance(layout, Layout) and search is None and row["step_s"] > 0
+    assert all(type(getattr(layout, f.name)) in (int, bool) for f in dataclasses.fields(layout))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        layout.tp = 2  # type: ignore[misc]
+    block = layout.block(row["microbatches"])
+    assert block["tp"] == 8 and block["pp"] == 2 and block["schedule"] == "1f1b"
+
+
+def test_solving_writes_nothing_onto_the_held_scenario() -> None:
+    held = resolve(PLANS[2])
+    parts = (held.model, held.cluster, held.training, held.layouts, held.cluster.accelerator)
+    before = [dict(vars(part)) for part in parts]
+    solve_resolved(held)
+    reprice_many([held], [(1.0, 0.5)], [{"electricity_usd_per_kwh": 0.3}])
+    assert [dict(vars(part)) for part in parts] == before  # no memo kept on a frozen object
