@@ -129,6 +129,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    # api-hardening: a database or broker outage raised by a view answers 503 + Retry-After (api.outages).
+    "api.outages.OutageMiddleware",
 ]
 
 ROOT_URLCONF = "planner.urls"
@@ -292,6 +294,11 @@ WEBHOOK_TIMEOUT_S = env_int("WEBHOOK_TIMEOUT_S", 10)
 # Worker and beat liveness: each writes a timestamp to Redis on this period; /healthz reads it.
 HEARTBEAT_PERIOD_S = env_int("HEARTBEAT_PERIOD_S", 5)
 HEARTBEAT_STALE_S = env_int("HEARTBEAT_STALE_S", 30)
+
+# --- api-hardening: outages, brute force, tokens, audit, idempotency (api/) --------------------------------
+# Seconds a client is told to wait (Retry-After) when the database or the broker is unreachable (503).
+OUTAGE_RETRY_AFTER_S = env_int("OUTAGE_RETRY_AFTER_S", 5)
+# --- end api-hardening --------------------------------------------------------------------------------
 
 LOGGING = {
     "version": 1,
