@@ -2,35 +2,89 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.db.models import Model, QuerySet
+from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework import serializers, viewsets
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import PermissionDenied
+from rest_framework.filters import BaseFilterBackend, OrderingFilter
 from rest_framework.generics import GenericAPIView
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from api.authentication import HashedTokenAuthentication
+from api.filters import StrictOrderingFilter
 from api.parsers import StrictJSONParser
 from api.permissions import TeamRolePermission, has_role, team_roles
 from api.schema import PlannerAutoSchema
 from api.throttling import PerTokenScopedThrottle
 
+if TYPE_CHECKING:
+    from rest_framework.generics import BaseFilterProtocol
+
 AUTHENTICATION_CLASSES = (HashedTokenAuthentication, SessionAuthentication)
 
 
+PAGINATION_PARAMS = ("page_query_param", "page_size_query_param", "cursor_query_param")
+
+
 class PlannerViewMixin(APIView):
-    """Token first (so that anonymous callers get 401, not 403), then the browser session with CSRF."""
+    """Token first (so that anonymous callers get 401, not 403), then the browser session with CSRF.
+
+    A query parameter the endpoint does not read is refused with 400 naming it (a misspelt filter would
+    otherwise answer the whole, unfiltered list): lists take their filterset's filters, ``ordering`` and
+    the pagination parameters; other endpoints the parameters they declare in ``extra_query_params`` (by
+    action, or by method for plain views); every endpoint takes ``format``."""
 
     authentication_classes = AUTHENTICATION_CLASSES
     parser_classes = (StrictJSONParser,)
     renderer_classes: tuple[type[BaseRenderer], ...] = (JSONRenderer,)
     throttle_classes = (PerTokenScopedThrottle,)
+    filter_backends: Sequence[type[BaseFilterBackend | BaseFilterProtocol[Any]]] = (
+        DjangoFilterBackend,
+        StrictOrderingFilter,
+    )
     schema = PlannerAutoSchema()
+    extra_query_params: ClassVar[dict[str, tuple[str, ...]]] = {}
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        self.check_query_params(request)
+
+    def allowed_query_params(self, request: Request) -> set[str]:
+        allowed = {api_settings.URL_FORMAT_OVERRIDE or "format"}
+        paginator = getattr(self, "paginator", None)
+        if paginator is not None:
+            allowed.update(name for attr in PAGINATION_PARAMS if (name := getattr(paginator, attr, None)))
+        action = getattr(self, "action", None) or (request.method or "get").lower()
+        if action == "list":
+            filterset_class = getattr(self, "filterset_class", None)
+            if filterset_class is not None:
+                allowed.update(filterset_class.base_filters)
+            allowed.update(
+                backend.ordering_param
+                for backend in self.filter_backends
+                if issubclass(backend, OrderingFilter)
+            )
+        allowed.update(self.extra_query_params.get(action, ()))
+        return allowed
+
+    def check_query_params(self, request: Request) -> None:
+        if getattr(self, "swagger_fake_view", False):
+            return
+        allowed = self.allowed_query_params(request)
+        unknown = sorted(set(request.query_params) - allowed)
+        if unknown:
+            known = ", ".join(sorted(allowed))
+            raise serializers.ValidationError(
+                {name: [f"unknown query parameter; this endpoint takes: {known}"] for name in unknown}
+            )
 
 
 class AuthenticatedAPIView(PlannerViewMixin):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -89,6 +89,7 @@ class CompareView(AuthenticatedAPIView):
     """
 
     throttle_scope = "compare"
+    extra_query_params: ClassVar[dict[str, tuple[str, ...]]] = {"get": ("plans", "results", "baseline")}
     renderer_classes = (*AuthenticatedAPIView.renderer_classes, CSVRenderer)
     csv_filename = "compare.csv"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
@@ -30,6 +30,7 @@ class ResultViewSet(TeamScopedReadOnlyViewSet):
     ``Accept: text/csv`` or ``?format=csv``."""
 
     filterset_class = ResultFilter
+    extra_query_params: ClassVar[dict[str, tuple[str, ...]]] = {"diff": ("against",)}
     ordering_fields = (
         "created_at",
         "version",

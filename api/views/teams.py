@@ -13,6 +13,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 
+from api.filters import MemberFilter, TeamFilter
 from api.models import ApiToken
 from api.permissions import has_role, team_roles
 from api.serializers.teams import MemberSerializer, MemberUpdateSerializer, TeamSerializer
@@ -35,6 +36,7 @@ class TeamViewSet(
     write_role = "admin"
     http_method_names = ("get", "post", "patch", "head", "options")
     ordering_fields = ("name", "created_at")
+    filterset_class = TeamFilter
 
     def base_queryset(self) -> QuerySet[Team]:
         return Team.objects.all()
@@ -72,6 +74,7 @@ class MemberViewSet(
     write_role = "admin"
     http_method_names = ("get", "post", "patch", "delete", "head", "options")
     ordering_fields = ("created_at", "role")
+    filterset_class = MemberFilter
     team: Team
 
     def base_queryset(self) -> QuerySet[Membership]:

@@ -13,6 +13,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.filters import ApiTokenFilter
 from api.limits import token_limit_error
 from api.models import ApiToken
 from api.permissions import has_role, team_roles
@@ -38,6 +39,7 @@ class ApiTokenViewSet(
     permission_classes = (IsAuthenticated,)
     lookup_value_regex = r"\d+"
     ordering_fields = ("created_at", "last_used_at")
+    filterset_class = ApiTokenFilter
 
     def get_queryset(self) -> QuerySet[ApiToken]:
         if getattr(self, "swagger_fake_view", False):
