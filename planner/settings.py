@@ -262,6 +262,8 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "api.throttling.client_ip"
 AXES_LOCKOUT_TEMPLATE = "api/locked_out.html"
+# Lifetime of a new API token when its creator names none (days; 0: such tokens never expire).
+API_TOKEN_DEFAULT_DAYS = env_int("API_TOKEN_DEFAULT_DAYS", 90)
 # --- end api-hardening --------------------------------------------------------------------------------
 
 SPECTACULAR_SETTINGS = {

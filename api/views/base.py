@@ -12,7 +12,7 @@ from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.filters import BaseFilterBackend, OrderingFilter
 from rest_framework.generics import GenericAPIView
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 
 from api.authentication import HashedTokenAuthentication
 from api.filters import StrictOrderingFilter
+from api.models import ApiToken
 from api.parsers import StrictJSONParser
 from api.permissions import TeamRolePermission, has_role, team_roles
 from api.schema import PlannerAutoSchema
@@ -53,9 +54,24 @@ class PlannerViewMixin(APIView):
     schema = PlannerAutoSchema()
     extra_query_params: ClassVar[dict[str, tuple[str, ...]]] = {}
 
+    # True on endpoints that change nothing although they take a POST (the stateless solve).
+    read_scope_may_post = False
+
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
+        self.check_token_scope(request)
         self.check_query_params(request)
+
+    def check_token_scope(self, request: Request) -> None:
+        """A ``read`` token only reads: any unsafe method is refused, whatever its user's role."""
+        token = request.auth
+        if not isinstance(token, ApiToken) or not token.read_only or request.method in SAFE_METHODS:
+            return
+        if self.read_scope_may_post and request.method == "POST":
+            return
+        raise PermissionDenied(
+            f"This token's scope is read: it may only read (GET). {request.method} needs a read_write token."
+        )
 
     def allowed_query_params(self, request: Request) -> set[str]:
         allowed = {api_settings.URL_FORMAT_OVERRIDE or "format"}
