@@ -243,10 +243,12 @@ REST_FRAMEWORK["NUM_PROXIES"] = TRUSTED_PROXY_COUNT
 _throttle_rates = REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
 assert isinstance(_throttle_rates, dict)
 _throttle_rates["token_failure"] = env_str("THROTTLE_TOKEN_FAILURES", "10/min")
-INSTALLED_APPS += ["axes"]
+INSTALLED_APPS += ["axes", "auditlog"]
 MIDDLEWARE += [
     # A database or broker outage raised by a view answers 503 + Retry-After (api.outages).
     "api.outages.OutageMiddleware",
+    # The audit log's actor: the session user (API views set the token's user themselves; api.audit).
+    "api.audit.AuditContextMiddleware",
     # django-axes last: it answers a locked-out log-in (admin and dashboard) with 429.
     "axes.middleware.AxesMiddleware",
 ]
@@ -262,6 +264,8 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "api.throttling.client_ip"
 AXES_LOCKOUT_TEMPLATE = "api/locked_out.html"
+# The audit log (django-auditlog) stores changed values as JSON (null stays null, numbers stay numbers).
+AUDITLOG_STORE_JSON_CHANGES = True
 # Lifetime of a new API token when its creator names none (days; 0: such tokens never expire).
 API_TOKEN_DEFAULT_DAYS = env_int("API_TOKEN_DEFAULT_DAYS", 90)
 # --- end api-hardening --------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -18,6 +19,7 @@ from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
+from api.audit import request_context
 from api.authentication import HashedTokenAuthentication
 from api.filters import StrictOrderingFilter
 from api.models import ApiToken
@@ -57,10 +59,20 @@ class PlannerViewMixin(APIView):
     # True on endpoints that change nothing although they take a POST (the stateless solve).
     read_scope_may_post = False
 
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        with contextlib.ExitStack() as stack:
+            self._audit_stack = stack
+            return super().dispatch(request, *args, **kwargs)
+
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         self.check_token_scope(request)
         self.check_query_params(request)
+        # The audit log's actor is the caller DRF authenticated (and the token it used), for this request.
+        token = request.auth if isinstance(request.auth, ApiToken) else None
+        stack = getattr(self, "_audit_stack", None)
+        if stack is not None and request.user is not None and request.user.is_authenticated:
+            stack.enter_context(request_context(request.user, request, token))
 
     def check_token_scope(self, request: Request) -> None:
         """A ``read`` token only reads: any unsafe method is refused, whatever its user's role."""
