@@ -151,3 +151,25 @@ class ApiToken(models.Model):
                 models.Q(last_used_at__isnull=True) | models.Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
             ).update(last_used_at=now)
             self.last_used_at = now
+
+
+class IdempotencyKey(models.Model):
+    """The first answer to a POST sent with an ``Idempotency-Key`` header, so that a retry gets it again
+    instead of creating or running twice (``api.idempotency``). Keys are per user; a row whose
+    ``status_code`` is null is a request still in progress."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64, help_text="SHA-256 of the method, path and JSON body.")
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    response = models.JSONField(null=True, blank=True)
+    location = models.CharField(max_length=2000, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = (
+            models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_unique_per_user"),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.status_code or 'in progress'})"

@@ -266,6 +266,10 @@ AXES_CLIENT_IP_CALLABLE = "api.throttling.client_ip"
 AXES_LOCKOUT_TEMPLATE = "api/locked_out.html"
 # The audit log (django-auditlog) stores changed values as JSON (null stays null, numbers stay numbers).
 AUDITLOG_STORE_JSON_CHANGES = True
+# Idempotency-Key (api.idempotency): how long a POST's first answer is kept for retries, and after how many
+# seconds a first request that never answered (a killed process) no longer holds its key.
+IDEMPOTENCY_KEY_TTL_HOURS = env_int("IDEMPOTENCY_KEY_TTL_HOURS", 24)
+IDEMPOTENCY_PENDING_S = env_int("IDEMPOTENCY_PENDING_S", 60)
 # Lifetime of a new API token when its creator names none (days; 0: such tokens never expire).
 API_TOKEN_DEFAULT_DAYS = env_int("API_TOKEN_DEFAULT_DAYS", 90)
 # --- end api-hardening --------------------------------------------------------------------------------

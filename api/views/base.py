@@ -16,11 +16,14 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.permissions import SAFE_METHODS, IsAuthenticated
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
+from api import idempotency
 from api.audit import request_context
 from api.authentication import HashedTokenAuthentication
+from api.errors import error_response
 from api.filters import StrictOrderingFilter
 from api.models import ApiToken
 from api.parsers import StrictJSONParser
@@ -73,6 +76,26 @@ class PlannerViewMixin(APIView):
         stack = getattr(self, "_audit_stack", None)
         if stack is not None and request.user is not None and request.user.is_authenticated:
             stack.enter_context(request_context(request.user, request, token))
+        self._idempotency = idempotency.claim(request)
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, idempotency.Replay):
+            return idempotency.replayed(exc.record)
+        if isinstance(exc, idempotency.KeyMismatch):
+            return error_response(
+                [{"path": idempotency.HEADER, "message": str(exc.detail)}],
+                status_code=exc.status_code,
+                detail="Idempotency-Key reused for a different request.",
+            )
+        return super().handle_exception(exc)
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        response = super().finalize_response(request, response, *args, **kwargs)
+        record = getattr(self, "_idempotency", None)
+        if record is not None:
+            self._idempotency = None
+            idempotency.settle(record, response)
+        return response
 
     def check_token_scope(self, request: Request) -> None:
         """A ``read`` token only reads: any unsafe method is refused, whatever its user's role."""
