@@ -5,7 +5,7 @@ django-auditlog writes a ``LogEntry`` from the model signals of the registered m
 fields (``changes``, as JSON values) and the object's state (``serialized_data``, whose ``team`` scopes the
 entry to a team). Who acted is set per request:
 
-- in API views, after DRF has authenticated the caller (``AuditContext.enter``, from
+- in API views, after DRF has authenticated the caller (``set_request_actor``, from
   ``api.views.base.PlannerViewMixin``): the user, the client address and, in ``additional_data``, the token
   (id, prefix, name) or ``"via": "session"``;
 - in every other view (the dashboard, the admin), by ``AuditContextMiddleware``: the session's user (the
@@ -47,24 +47,44 @@ def register_models() -> None:
         )
 
 
-def request_context(user: Any, request: Any, token: Any = None) -> contextlib.AbstractContextManager[None]:
-    """The audit context of one request: ``user`` acts (through ``token`` when it is an API token)."""
-    from auditlog.context import set_extra_data
-
+def _context_data(user: Any, request: Any, token: Any = None) -> dict[str, Any]:
     if token is not None:
         via: dict[str, Any] = {"via": "token", "token": token.pk, "token_prefix": token.prefix}
     else:
         via = {"via": "session"}
-    return set_extra_data({"actor": user, "remote_addr": client_ip(request) or None, "additional_data": via})
+    return {"actor": user, "remote_addr": client_ip(request) or None, "additional_data": via}
+
+
+def set_request_actor(
+    user: Any, request: Any, token: Any = None, stack: contextlib.ExitStack | None = None
+) -> None:
+    """Make ``user`` (through ``token``) the actor of what the rest of this request changes.
+
+    The middleware's context is updated in place: django-auditlog's contexts do not restore the previous
+    one when they end, so a nested context would leave the outer one's signal receiver connected for good.
+    Without the middleware (a view called directly), a context of its own is entered on ``stack``."""
+    data = _context_data(user, request, token)
+    current = getattr(getattr(request, "_request", request), "_planner_audit_context", None)
+    if current is not None:
+        current.update(data)
+    elif stack is not None:
+        from auditlog.context import set_extra_data
+
+        stack.enter_context(set_extra_data(data))
 
 
 class AuditContextMiddleware:
-    """Sets the session user as the actor of whatever the view changes (API views set their own)."""
+    """Sets the session user as the actor of whatever the view changes (API views replace it with the
+    caller they authenticated, ``set_request_actor``)."""
 
     def __init__(self, get_response: Any) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        with request_context(request.user, request):
+        from auditlog.context import set_extra_data
+
+        data = _context_data(request.user, request)
+        request._planner_audit_context = data  # type: ignore[attr-defined]
+        with set_extra_data(data):
             response: HttpResponse = self.get_response(request)
         return response

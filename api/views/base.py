@@ -21,7 +21,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from api import idempotency
-from api.audit import request_context
+from api.audit import set_request_actor
 from api.authentication import HashedTokenAuthentication
 from api.errors import error_response
 from api.filters import StrictOrderingFilter
@@ -74,8 +74,8 @@ class PlannerViewMixin(APIView):
         # The audit log's actor is the caller DRF authenticated (and the token it used), for this request.
         token = request.auth if isinstance(request.auth, ApiToken) else None
         stack = getattr(self, "_audit_stack", None)
-        if stack is not None and request.user is not None and request.user.is_authenticated:
-            stack.enter_context(request_context(request.user, request, token))
+        if request.user is not None and request.user.is_authenticated:
+            set_request_actor(request.user, request, token, stack)
         self._idempotency = idempotency.claim(request)
 
     def handle_exception(self, exc: Exception) -> Response:

@@ -145,3 +145,20 @@ def test_entries_survive_a_flush_of_the_test_database(world: World) -> None:
     from auditlog.models import LogEntry
 
     assert LogEntry.objects.filter(actor=world.alice.user).exists()
+
+
+def test_requests_leave_no_audit_receiver_behind(world: World) -> None:
+    """Each request's audit context disconnects its signal receiver when it ends (none accumulate)."""
+    from django.db.models.signals import pre_save
+
+    browser = Client()
+    browser.force_login(world.alice.user)
+    world.alice.client.get("/api/v1/plans/")
+    browser.get("/tokens/")
+    before = len(pre_save.receivers)
+    for number in range(3):
+        world.alice.client.post(
+            "/api/v1/clusters/", {"name": f"c{number}", "document": CLUSTER_DOC}, format="json"
+        )
+        browser.post("/tokens/", {"name": f"t{number}", "team": "", "expires_in_days": ""})
+    assert len(pre_save.receivers) == before
