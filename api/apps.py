@@ -8,3 +8,6 @@ class ApiConfig(AppConfig):
     def ready(self) -> None:
         # Registers the OpenAPI extension for the token authentication class.
         from api import schema  # noqa: F401
+        from api.audit import register_models
+
+        register_models()

@@ -3,7 +3,7 @@
 Besides DRF's own exceptions this maps the errors the layers below raise for bad input, so that a rejected
 request is a 400 naming the field path and the rule, never a 500: ``solvers.ScenarioError`` (a scenario that
 cannot be solved), Django's ``ValidationError`` (raised by the scenarios services), an oversized body, and the
-``ScenarioInUse`` refusal (409).
+``ScenarioInUse`` refusal (409). A database or broker outage is a 503 with ``Retry-After`` (``api.outages``).
 """
 
 from __future__ import annotations
@@ -83,7 +83,24 @@ def _lower_layer_response(exc: Exception) -> Response | None:
     return None
 
 
+def _outage_response(exc: Exception) -> Response | None:
+    """A database or broker outage: 503 with Retry-After (see ``api.outages``), never a 500."""
+    from api.outages import detail_for, outage_of, retry_after_s
+
+    part = outage_of(exc)
+    if part is None:
+        return None
+    return Response(
+        {"detail": detail_for(part), "errors": [{"path": "", "message": f"{part} unavailable"}]},
+        status=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": str(retry_after_s()), "Cache-Control": "no-store"},
+    )
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    outage = _outage_response(exc)
+    if outage is not None:
+        return outage
     response = drf_exception_handler(exc, context)
     if response is None:
         return _lower_layer_response(exc)

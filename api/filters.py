@@ -1,4 +1,9 @@
-"""Filters for the list endpoints (django-filter), documented in the schema from these classes."""
+"""Filters for the list endpoints (django-filter), documented in the schema from these classes.
+
+Every list has a filterset here, and a query parameter that is none of its filters, the ordering or the
+pagination is refused with 400 naming it (``api.views.base.PlannerViewMixin.check_query_params``), as is
+an ordering on a field the list does not offer (``StrictOrderingFilter``): a typo never silently returns
+the unfiltered list."""
 
 from __future__ import annotations
 
@@ -6,10 +11,30 @@ import datetime as dt
 from typing import Any
 
 import django_filters
-from django.db.models import Exists, OuterRef, QuerySet
+from django import forms
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from rest_framework import serializers
+from rest_framework.filters import OrderingFilter
 
-from scenarios.models import RUN_KIND_CHOICES, STATUS_CHOICES, TRIGGER_CHOICES, Plan, PriceBook, Result, Run
+from api.models import ApiToken
+from integrations.models import Endpoint
+from scenarios.models import (
+    PRICE_MODE_CHOICES,
+    ROLE_CHOICES,
+    RUN_KIND_CHOICES,
+    STATUS_CHOICES,
+    TRIGGER_CHOICES,
+    ClusterScenario,
+    Membership,
+    ModelScenario,
+    Plan,
+    PriceBook,
+    PriceFeed,
+    Result,
+    Run,
+    SiteScenario,
+    Team,
+)
 
 MAX_ID = 2**63 - 1
 
@@ -21,6 +46,17 @@ class IdFilter(django_filters.NumberFilter):
         if value is not None and (value != int(value) or not 1 <= value <= MAX_ID):
             return qs.none()
         return super().filter(qs, None if value is None else int(value))
+
+
+class CountFilter(django_filters.NumberFilter):
+    """A whole number (a count in a scenario document, compared as JSON: a Decimal is not JSON)."""
+
+    field_class = forms.IntegerField
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", 0)
+        kwargs.setdefault("max_value", 2**31)
+        super().__init__(*args, **kwargs)
 
 
 class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
@@ -59,9 +95,118 @@ class ScenarioFilter(django_filters.FilterSet):
         return queryset
 
 
-def scenario_filter_for(model: type[Any]) -> type[ScenarioFilter]:
-    meta = type("Meta", (), {"model": model, "fields": []})
-    return type(f"{model.__name__}Filter", (ScenarioFilter,), {"Meta": meta})
+DOCUMENT = "latest_revision__document__"
+
+
+class ClusterFilter(ScenarioFilter):
+    """Clusters by what their latest revision's document says (as written: a ``node`` preset that implies
+    the accelerator matches ``accelerator`` too, through the catalog)."""
+
+    accelerator = django_filters.CharFilter(
+        method="filter_accelerator", max_length=64, label="Accelerator key (e.g. h100-sxm), exact."
+    )
+    node = django_filters.CharFilter(
+        field_name=f"{DOCUMENT}node", lookup_expr="iexact", max_length=64, label="Node preset key."
+    )
+    gpus = CountFilter(field_name=f"{DOCUMENT}gpus", label="GPU count, exact.")
+    gpus_min = CountFilter(field_name=f"{DOCUMENT}gpus", lookup_expr="gte", label="At least this many GPUs.")
+    gpus_max = CountFilter(field_name=f"{DOCUMENT}gpus", lookup_expr="lte", label="At most this many GPUs.")
+    gpus_per_node = CountFilter(field_name=f"{DOCUMENT}gpus_per_node", label="GPUs per node, as written.")
+
+    class Meta:
+        model = ClusterScenario
+        fields: tuple[str, ...] = ()
+
+    def filter_accelerator(self, qs: QuerySet[Any], name: str, value: str) -> QuerySet[Any]:
+        if not value:
+            return qs
+        from solvers import catalog
+
+        key = value.strip().lower()
+        nodes = [node for node, spec in catalog.NODES.items() if spec.get("accelerator") == key]
+        return qs.filter(
+            Q(**{f"{DOCUMENT}accelerator__iexact": key})
+            | (Q(**{f"{DOCUMENT}node__in": nodes}) & ~Q(**{f"{DOCUMENT}has_key": "accelerator"}))
+        )
+
+
+class ModelFilter(ScenarioFilter):
+    preset = django_filters.CharFilter(
+        field_name=f"{DOCUMENT}preset", lookup_expr="iexact", max_length=64, label="Model preset key."
+    )
+
+    class Meta:
+        model = ModelScenario
+        fields: tuple[str, ...] = ()
+
+
+class SiteFilter(ScenarioFilter):
+    region = django_filters.CharFilter(
+        field_name=f"{DOCUMENT}region", lookup_expr="iexact", max_length=64, label="Region key (e.g. quebec)."
+    )
+
+    class Meta:
+        model = SiteScenario
+        fields: tuple[str, ...] = ()
+
+
+class TeamFilter(django_filters.FilterSet):
+    name = django_filters.CharFilter(lookup_expr="icontains", max_length=200)
+    slug = django_filters.CharFilter(max_length=100)
+
+    class Meta:
+        model = Team
+        fields: tuple[str, ...] = ()
+
+
+class MemberFilter(django_filters.FilterSet):
+    role = django_filters.ChoiceFilter(choices=ROLE_CHOICES)
+    user = IdFilter(field_name="user_id")
+    username = django_filters.CharFilter(field_name="user__username", lookup_expr="icontains", max_length=150)
+
+    class Meta:
+        model = Membership
+        fields: tuple[str, ...] = ()
+
+
+class ApiTokenFilter(django_filters.FilterSet):
+    team = IdFilter(field_name="team_id")
+    user = IdFilter(field_name="user_id")
+    name = django_filters.CharFilter(lookup_expr="icontains", max_length=100)
+    active = django_filters.BooleanFilter(
+        method="filter_active", label="true: usable now; false: revoked or expired."
+    )
+
+    class Meta:
+        model = ApiToken
+        fields: tuple[str, ...] = ()
+
+    def filter_active(self, qs: QuerySet[Any], name: str, value: bool | None) -> QuerySet[Any]:
+        if value is None:
+            return qs
+        active = ApiToken.objects.active().values("pk")
+        return qs.filter(pk__in=active) if value else qs.exclude(pk__in=active)
+
+
+class WebhookFilter(django_filters.FilterSet):
+    team = IdFilter(field_name="team_id")
+    enabled = django_filters.BooleanFilter()
+    plan = IdFilter(field_name="plan_id")
+
+    class Meta:
+        model = Endpoint
+        fields: tuple[str, ...] = ()
+
+
+class PriceFeedFilter(django_filters.FilterSet):
+    team = IdFilter(field_name="team_id")
+    enabled = django_filters.BooleanFilter()
+    mode = django_filters.ChoiceFilter(choices=PRICE_MODE_CHOICES)
+    name = django_filters.CharFilter(lookup_expr="icontains", max_length=200)
+
+    class Meta:
+        model = PriceFeed
+        fields: tuple[str, ...] = ()
 
 
 class PlanFilter(ScenarioFilter):
@@ -69,6 +214,13 @@ class PlanFilter(ScenarioFilter):
     model = IdFilter(field_name="model_id")
     site = IdFilter(field_name="site_id")
     auto_rerun = django_filters.BooleanFilter()
+    cloud_provider = django_filters.CharFilter(lookup_expr="iexact", max_length=64)
+    has_result = django_filters.BooleanFilter(
+        field_name="latest_result",
+        lookup_expr="isnull",
+        exclude=True,
+        label="true: plans solved at least once.",
+    )
 
     class Meta:
         model = Plan
@@ -103,6 +255,12 @@ class ResultFilter(django_filters.FilterSet):
         field_name="team_price_book__version", label="Version of the team's price book the result used."
     )
     solver_version = django_filters.CharFilter(max_length=64)
+    kind = django_filters.ChoiceFilter(choices=RUN_KIND_CHOICES)
+    current = django_filters.BooleanFilter(
+        method="filter_current",
+        label="true: only results a run of their plan today would find again (same solver, inputs and "
+        "prices); false: only stale ones.",
+    )
     created_after = UtcDateTimeFilter(field_name="created_at", lookup_expr="gte")
     created_before = UtcDateTimeFilter(field_name="created_at", lookup_expr="lt")
 
@@ -121,6 +279,24 @@ class ResultFilter(django_filters.FilterSet):
             return qs
         return qs.filter(Exists(Run.objects.filter(result_id=OuterRef("pk"), trigger=value)))
 
+    def filter_current(self, qs: QuerySet[Any], name: str, value: bool | None) -> QuerySet[Any]:
+        """Currency is worked out, not stored (``scenarios.currency``): only a result made by this solver
+        can be current, and of those only one per plan and kind (results are unique by plan, input hash
+        and solver), so the check runs on the newest such result of each plan and kind."""
+        if value is None:
+            return qs
+        from scenarios.currency import results_currency
+        from solvers import SOLVER_VERSION
+
+        candidates = list(
+            qs.filter(solver_version=SOLVER_VERSION)
+            .order_by("plan_id", "kind", "-version")
+            .distinct("plan_id", "kind")
+            .values_list("pk", flat=True)
+        )
+        current = [pk for pk, state in results_currency(candidates).items() if state.current]
+        return qs.filter(pk__in=current) if value else qs.exclude(pk__in=current)
+
 
 class PriceBookFilter(django_filters.FilterSet):
     team = IdFilter(field_name="team_id")
@@ -137,3 +313,24 @@ class PriceBookFilter(django_filters.FilterSet):
         if not value:
             return qs
         return qs.filter(team__isnull=value == "global")
+
+
+class StrictOrderingFilter(OrderingFilter):
+    """DRF's ordering, except that a field the list does not offer is a 400 naming it (DRF drops it)."""
+
+    def get_ordering(self, request: Any, queryset: QuerySet[Any], view: Any) -> Any:
+        raw = request.query_params.get(self.ordering_param)
+        if raw:
+            fields = [part.strip() for part in raw.split(",")]
+            valid = {name for name, _ in self.get_valid_fields(queryset, view, {"request": request})}
+            unknown = [field for field in fields if field.lstrip("-") not in valid]
+            if unknown:
+                offered = ", ".join(sorted(valid)) or "none"
+                raise serializers.ValidationError(
+                    {
+                        self.ordering_param: [
+                            f"unknown field {', '.join(unknown)}; this list orders by: {offered}"
+                        ]
+                    }
+                )
+        return super().get_ordering(request, queryset, view)

@@ -5,6 +5,11 @@ random and long, a single SHA-256 is the right hash (a slow password hash buys n
 and would cost every request); the database holds only the hash and an 8-character prefix that lets a user
 tell tokens apart. A token may be restricted to one team: it then sees and changes only that team's objects,
 and that team's admins may list and revoke it.
+
+Every new token expires: after the lifetime its creator gives, or after ``API_TOKEN_DEFAULT_DAYS`` (0 turns
+the default off). Tokens made before lifetimes existed were given the default lifetime from the upgrade
+(migration 0002), so they keep working and then expire like new ones. A token's ``scope`` is ``read``
+(safe methods only: GET, HEAD, OPTIONS) or ``read_write`` (everything its user's roles allow).
 """
 
 from __future__ import annotations
@@ -26,6 +31,22 @@ if TYPE_CHECKING:
 TOKEN_PREFIX = "pln_"
 # last_used_at is written at most this often per token, so that authenticating is not a write per request.
 LAST_USED_RESOLUTION = timedelta(minutes=5)
+
+
+SCOPE_READ = "read"
+SCOPE_READ_WRITE = "read_write"
+SCOPE_CHOICES = [
+    (SCOPE_READ, "read: only reads (GET), whatever the user's role"),
+    (SCOPE_READ_WRITE, "read and write: everything the user's roles allow"),
+]
+
+
+def default_expiry(now: datetime | None = None) -> datetime | None:
+    """When a token made now expires by default: ``API_TOKEN_DEFAULT_DAYS`` from now (None when it is 0)."""
+    days = int(getattr(settings, "API_TOKEN_DEFAULT_DAYS", 90))
+    if days <= 0:
+        return None
+    return (now or timezone.now()) + timedelta(days=days)
 
 
 def hash_token(raw: str) -> str:
@@ -66,6 +87,12 @@ class ApiToken(models.Model):
     revoked_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    scope = models.CharField(
+        max_length=16,
+        choices=SCOPE_CHOICES,
+        default=SCOPE_READ_WRITE,
+        help_text="read: only safe methods (GET, HEAD, OPTIONS); read_write: everything the user's roles allow.",
+    )
 
     objects = ApiTokenQuerySet.as_manager()
 
@@ -75,6 +102,10 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def read_only(self) -> bool:
+        return self.scope == SCOPE_READ
 
     @property
     def is_active(self) -> bool:
@@ -90,8 +121,10 @@ class ApiToken(models.Model):
         name: str,
         team: Team | None = None,
         expires_at: datetime | None = None,
+        scope: str = SCOPE_READ_WRITE,
     ) -> tuple[ApiToken, str]:
-        """Create a token and return it with its secret; the secret is not stored and cannot be shown again."""
+        """Create a token and return it with its secret; the secret is not stored and cannot be shown again.
+        Without ``expires_at`` the token gets the default lifetime (``default_expiry``)."""
         raw = new_token_secret()
         token = cls.objects.create(
             user=user,
@@ -99,7 +132,8 @@ class ApiToken(models.Model):
             name=name,
             prefix=raw[: len(TOKEN_PREFIX) + 4],
             key_hash=hash_token(raw),
-            expires_at=expires_at,
+            expires_at=expires_at if expires_at is not None else default_expiry(),
+            scope=scope,
         )
         return token, raw
 
@@ -117,3 +151,25 @@ class ApiToken(models.Model):
                 models.Q(last_used_at__isnull=True) | models.Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
             ).update(last_used_at=now)
             self.last_used_at = now
+
+
+class IdempotencyKey(models.Model):
+    """The first answer to a POST sent with an ``Idempotency-Key`` header, so that a retry gets it again
+    instead of creating or running twice (``api.idempotency``). Keys are per user; a row whose
+    ``status_code`` is null is a request still in progress."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64, help_text="SHA-256 of the method, path and JSON body.")
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    response = models.JSONField(null=True, blank=True)
+    location = models.CharField(max_length=2000, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = (
+            models.UniqueConstraint(fields=["user", "key"], name="idempotency_key_unique_per_user"),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.status_code or 'in progress'})"

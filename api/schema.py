@@ -6,6 +6,8 @@ from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
 from api import limits
@@ -27,8 +29,20 @@ ERROR_DESCRIPTIONS = {
     "403": "Your role on this team does not allow this (viewer reads, editor writes, admin manages).",
     "404": "No such object among your teams' objects (another team's object is also 404).",
     "409": "Results depend on this object: archive it instead.",
+    "422": "The Idempotency-Key was already used for a different request (method, path or body).",
     "429": "Too many requests for this token; retry after the number of seconds in Retry-After.",
+    "503": "The database or the broker is unreachable: nothing was done; retry after Retry-After seconds.",
 }
+
+IDEMPOTENCY_PARAMETER = OpenApiParameter(
+    "Idempotency-Key",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    required=False,
+    description="Any unique string (a UUID): a retry with the same key and body gets the first answer again "
+    "(marked Idempotent-Replayed: true) instead of creating or running twice; the same key with another body "
+    "is a 422. Keys are kept for IDEMPOTENCY_KEY_TTL_HOURS (24 h).",
+)
 
 
 class PlannerAutoSchema(AutoSchema):
@@ -38,9 +52,18 @@ class PlannerAutoSchema(AutoSchema):
         codes = ["400", "401", "403", "404"]
         if self.method == "DELETE":
             codes.append("409")
+        if self.method == "POST":
+            codes.append("422")
         if getattr(self.view, "throttle_scope", None):
             codes.append("429")
+        codes.append("503")
         return codes
+
+    def get_override_parameters(self) -> list[Any]:
+        parameters: list[Any] = list(super().get_override_parameters())
+        if self.method == "POST":
+            parameters.append(IDEMPOTENCY_PARAMETER)
+        return parameters
 
     def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
         responses: dict[str, Any] = super()._get_response_bodies(direction)

@@ -8,6 +8,7 @@ from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
+from api.views.audit import AuditViewSet
 from api.views.catalog import CatalogEntryView, CatalogKindView, CatalogView
 from api.views.compare import CompareView
 from api.views.events import EventViewSet
@@ -37,6 +38,7 @@ router.register("price-books", PriceBookViewSet, basename="price-book")
 router.register("webhooks", WebhookViewSet, basename="webhook")
 router.register("price-feeds", PriceFeedViewSet, basename="price-feed")
 router.register("events", EventViewSet, basename="event")
+router.register("audit", AuditViewSet, basename="audit")
 
 
 @csrf_exempt  # it changes nothing, and a CSRF refusal would hide the 404 behind an HTML 403

@@ -231,6 +231,49 @@ REST_FRAMEWORK = {
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 
+# --- api-hardening: outages, brute force, tokens, audit, idempotency (api/) --------------------------------
+# Seconds a client is told to wait (Retry-After) when the database or the broker is unreachable (503).
+OUTAGE_RETRY_AFTER_S = env_int("OUTAGE_RETRY_AFTER_S", 5)
+# Reverse proxies in front of the service that append to X-Forwarded-For (0: the peer address is the client).
+# The client address keys the login lockout and the failed-token throttle; trusting a header no proxy of
+# ours wrote would let a guesser pick a new address per attempt.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+REST_FRAMEWORK["NUM_PROXIES"] = TRUSTED_PROXY_COUNT
+# Failed API-token authentications per client address (DRF rate); beyond it, token requests get 429.
+_throttle_rates = REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
+assert isinstance(_throttle_rates, dict)
+_throttle_rates["token_failure"] = env_str("THROTTLE_TOKEN_FAILURES", "10/min")
+INSTALLED_APPS += ["axes", "auditlog"]
+MIDDLEWARE += [
+    # A database or broker outage raised by a view answers 503 + Retry-After (api.outages).
+    "api.outages.OutageMiddleware",
+    # The audit log's actor: the session user (API views set the token's user themselves; api.audit).
+    "api.audit.AuditContextMiddleware",
+    # django-axes last: it answers a locked-out log-in (admin and dashboard) with 429.
+    "axes.middleware.AxesMiddleware",
+]
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Log-in lockout (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one user name from one address,
+# that pair is refused (429) for LOGIN_COOLOFF_MINUTES, even with the right password; a success resets it.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = env_int("LOGIN_COOLOFF_MINUTES", 15) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "api.throttling.client_ip"
+AXES_LOCKOUT_TEMPLATE = "api/locked_out.html"
+# The audit log (django-auditlog) stores changed values as JSON (null stays null, numbers stay numbers).
+AUDITLOG_STORE_JSON_CHANGES = True
+# Idempotency-Key (api.idempotency): how long a POST's first answer is kept for retries, and after how many
+# seconds a first request that never answered (a killed process) no longer holds its key.
+IDEMPOTENCY_KEY_TTL_HOURS = env_int("IDEMPOTENCY_KEY_TTL_HOURS", 24)
+IDEMPOTENCY_PENDING_S = env_int("IDEMPOTENCY_PENDING_S", 60)
+# Lifetime of a new API token when its creator names none (days; 0: such tokens never expire).
+API_TOKEN_DEFAULT_DAYS = env_int("API_TOKEN_DEFAULT_DAYS", 90)
+# --- end api-hardening --------------------------------------------------------------------------------
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "Planner API",
     "DESCRIPTION": "Plans for large-scale ML training: step-time budget, time to train, TCO, carbon and water.",

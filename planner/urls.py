@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 
 from planner.health import healthz
 
@@ -7,5 +7,10 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("api.urls")),
+    # Any other path under /api/ (another version, a typo): the API's JSON 404, never Django's HTML page.
+    re_path(r"^api(?:/|$)", include("api.fallback_urls")),
     path("", include("web.urls")),
 ]
+
+# An outage raised outside a view (a middleware) is a 503 with Retry-After too (api.outages).
+handler500 = "api.outages.server_error"

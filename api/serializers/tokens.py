@@ -31,10 +31,17 @@ class ApiTokenSerializer(serializers.ModelSerializer):
             "username",
             "prefix",
             "created_at",
+            "scope",
             "expires_at",
             "last_used_at",
             "revoked_at",
         )
+        extra_kwargs: dict[str, dict[str, Any]] = {  # noqa: RUF012
+            "expires_at": {
+                "help_text": "When the token stops working; omitted or null: API_TOKEN_DEFAULT_DAYS from now "
+                "(90 days unless the operator changed it)."
+            },
+        }
         read_only_fields: tuple[str, ...] = (
             "id",
             "username",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from api.compare import compare_csv_table
 from api.compare_query import load_comparison, parse_id_list
+from api.conditional import with_etag
 from api.limits import MAX_COMPARE_ITEMS
 from api.permissions import team_roles
 from api.renderers import CSVRenderer
@@ -76,6 +77,7 @@ class CompareSerializer(serializers.Serializer):
     items = CompareItemSerializer(many=True)
 
 
+@with_etag
 class CompareView(AuthenticatedAPIView):
     """Plans side by side by step budget, time to train, goodput, energy, carbon and TCO.
 
@@ -86,9 +88,11 @@ class CompareView(AuthenticatedAPIView):
     ``baseline`` is the plan id (or, with ``results``, the result id) the deltas are taken against; it
     defaults to the first listed. Each figure carries its delta in absolute terms and in percent.
     ``Accept: text/csv`` or ``?format=csv`` gives the same table as CSV, one row per plan.
+    The answer carries an ETag; ``If-None-Match`` gets 304 when the comparison has not changed.
     """
 
     throttle_scope = "compare"
+    extra_query_params: ClassVar[dict[str, tuple[str, ...]]] = {"get": ("plans", "results", "baseline")}
     renderer_classes = (*AuthenticatedAPIView.renderer_classes, CSVRenderer)
     csv_filename = "compare.csv"
 

@@ -14,6 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.errors import error_response
+from api.filters import PriceFeedFilter
 from api.schema import ErrorSerializer
 from api.serializers.price_feeds import (
     PriceFeedPollSerializer,
@@ -48,6 +49,7 @@ class PriceFeedViewSet(
 
     http_method_names = ("get", "post", "patch", "delete", "head", "options")
     ordering_fields = ("name", "created_at", "last_checked_at")
+    filterset_class = PriceFeedFilter
     ordering = ("name", "id")
 
     def base_queryset(self) -> QuerySet[PriceFeed]:

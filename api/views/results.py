@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
@@ -13,6 +13,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.conditional import with_etag
 from api.diffing import changes
 from api.filters import MAX_ID, ResultFilter
 from api.renderers import CSVRenderer
@@ -24,12 +25,15 @@ from scenarios.models import Result
 LARGE_FIELDS = ("input_snapshot", "report", "prices")
 
 
+@with_etag
 class ResultViewSet(TeamScopedReadOnlyViewSet):
     """Results of your teams' plans. Lists carry the promoted figures; one result carries its input
     snapshot (with the prices used), the report and the delta to the previous version. CSV with
-    ``Accept: text/csv`` or ``?format=csv``."""
+    ``Accept: text/csv`` or ``?format=csv``. Every GET carries an ETag; ``If-None-Match`` gets 304 when
+    nothing changed."""
 
     filterset_class = ResultFilter
+    extra_query_params: ClassVar[dict[str, tuple[str, ...]]] = {"diff": ("against",)}
     ordering_fields = (
         "created_at",
         "version",

@@ -13,7 +13,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.filters import scenario_filter_for
+from api.filters import ClusterFilter, ModelFilter, ScenarioFilter, SiteFilter
 from api.serializers.scenarios import RevisionSerializer, ScenarioSerializer, ScenarioUpdateSerializer
 from api.views.base import TeamScopedViewSetMixin, resolve_team
 from scenarios.models import ClusterScenario, ModelScenario, ScenarioBase, SiteScenario
@@ -113,22 +113,24 @@ class ScenarioViewSet(
         return Response(RevisionSerializer(revision).data)
 
 
-def _scenario_viewset(model: type[ScenarioBase], kind: str, doc: str) -> type[ScenarioViewSet]:
+def _scenario_viewset(
+    model: type[ScenarioBase], kind: str, doc: str, filterset: type[ScenarioFilter]
+) -> type[ScenarioViewSet]:
     attrs = {
         "model": model,
         "kind": kind,
-        "filterset_class": scenario_filter_for(model),
+        "filterset_class": filterset,
         "__doc__": f"{doc}\n\n{ScenarioViewSet.__doc__}",
     }
     return type(f"{model.__name__}ViewSet", (ScenarioViewSet,), attrs)
 
 
 ClusterViewSet = _scenario_viewset(
-    ClusterScenario, "cluster", "Clusters: accelerator, GPUs, fabrics, reliability, power."
+    ClusterScenario, "cluster", "Clusters: accelerator, GPUs, fabrics, reliability, power.", ClusterFilter
 )
 ModelViewSet = _scenario_viewset(
-    ModelScenario, "model", "Models: architecture (or a catalog preset) to train."
+    ModelScenario, "model", "Models: architecture (or a catalog preset) to train.", ModelFilter
 )
 SiteViewSet = _scenario_viewset(
-    SiteScenario, "site", "Sites: grid carbon intensity, PUE, water, electricity price."
+    SiteScenario, "site", "Sites: grid carbon intensity, PUE, water, electricity price.", SiteFilter
 )

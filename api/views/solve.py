@@ -42,6 +42,7 @@ class SolveView(AuthenticatedAPIView):
     """
 
     throttle_scope = "solve"
+    read_scope_may_post = True  # it stores nothing: a read-only token may solve
 
     @extend_schema(
         request=OpenApiTypes.OBJECT,

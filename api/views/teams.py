@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from django.shortcuts import get_object_or_404
-from django.utils import timezone
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 
+from api.filters import MemberFilter, TeamFilter
 from api.models import ApiToken
 from api.permissions import has_role, team_roles
 from api.serializers.teams import MemberSerializer, MemberUpdateSerializer, TeamSerializer
@@ -35,6 +35,7 @@ class TeamViewSet(
     write_role = "admin"
     http_method_names = ("get", "post", "patch", "head", "options")
     ordering_fields = ("name", "created_at")
+    filterset_class = TeamFilter
 
     def base_queryset(self) -> QuerySet[Team]:
         return Team.objects.all()
@@ -72,6 +73,7 @@ class MemberViewSet(
     write_role = "admin"
     http_method_names = ("get", "post", "patch", "delete", "head", "options")
     ordering_fields = ("created_at", "role")
+    filterset_class = MemberFilter
     team: Team
 
     def base_queryset(self) -> QuerySet[Membership]:
@@ -126,7 +128,9 @@ class MemberViewSet(
             membership = Membership.objects.select_for_update().get(pk=instance.pk)
             self._refuse_losing_last_admin(membership, None)
             # Tokens restricted to this team stop working for the removed member.
-            ApiToken.objects.active().filter(user_id=membership.user_id, team_id=membership.team_id).update(
-                revoked_at=timezone.now()
-            )
+            # One by one (a few rows), so that each revocation is in the audit log.
+            for token in ApiToken.objects.active().filter(
+                user_id=membership.user_id, team_id=membership.team_id
+            ):
+                token.revoke(by=cast(Model, self.request.user))
             membership.delete()

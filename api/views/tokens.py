@@ -13,8 +13,9 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.filters import ApiTokenFilter
 from api.limits import token_limit_error
-from api.models import ApiToken
+from api.models import SCOPE_READ_WRITE, ApiToken
 from api.permissions import has_role, team_roles
 from api.serializers.tokens import ApiTokenCreatedSerializer, ApiTokenSerializer
 from api.views.base import PlannerViewMixin
@@ -31,13 +32,16 @@ class ApiTokenViewSet(
     """Your API tokens, and those restricted to teams you administer. DELETE revokes a token (kept, inactive).
 
     Use a token as ``Authorization: Bearer <token>``. Only its SHA-256 is stored: the secret is in the
-    response that creates it and nowhere else.
+    response that creates it and nowhere else. A token expires (``expires_at``; by default
+    API_TOKEN_DEFAULT_DAYS after its creation) and has a ``scope``: ``read`` tokens may only read (any
+    other method is a 403), ``read_write`` ones (the default) do what their user's roles allow.
     """
 
     serializer_class = ApiTokenSerializer
     permission_classes = (IsAuthenticated,)
     lookup_value_regex = r"\d+"
     ordering_fields = ("created_at", "last_used_at")
+    filterset_class = ApiTokenFilter
 
     def get_queryset(self) -> QuerySet[ApiToken]:
         if getattr(self, "swagger_fake_view", False):
@@ -67,6 +71,7 @@ class ApiTokenViewSet(
             name=serializer.validated_data["name"],
             team=team,
             expires_at=serializer.validated_data.get("expires_at"),
+            scope=serializer.validated_data.get("scope", SCOPE_READ_WRITE),
         )
         data = ApiTokenCreatedSerializer(token, context=self.get_serializer_context()).data
         data["token"] = secret

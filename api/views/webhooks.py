@@ -16,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.errors import error_response
+from api.filters import WebhookFilter
 from api.schema import ErrorSerializer
 from api.serializers.webhooks import (
     DeliverySerializer,
@@ -53,6 +54,7 @@ class WebhookViewSet(
     write_role = "admin"
     http_method_names = ("get", "post", "patch", "delete", "head", "options")
     ordering_fields = ("created_at", "id")
+    filterset_class = WebhookFilter
     ordering = ("-id",)
 
     def base_queryset(self) -> QuerySet[Endpoint]:

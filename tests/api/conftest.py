@@ -112,6 +112,16 @@ def with_fresh_clients(world: World) -> World:
     )
 
 
+@pytest.fixture(autouse=True)
+def _no_failed_token_throttle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests send wrong tokens on purpose from one address, across the whole run: the failed-token throttle
+    (api.throttling.FailedTokenThrottle) would answer later tests 429. tests/api/test_brute_force.py
+    restores the configured rate to test it."""
+    from api.throttling import FailedTokenThrottle
+
+    monkeypatch.setattr(FailedTokenThrottle, "THROTTLE_RATES", {"token_failure": None})
+
+
 @pytest.fixture
 def no_broker(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing goes to a broker: runs and sweeps are executed in process by the test (tests.api.inprocess)."""

@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.utils import timezone
@@ -55,7 +56,10 @@ def test_creates_user_team_and_token() -> None:
     assert Membership.objects.get(team=team, user=user).role == "admin"
     token = ApiToken.objects.get(pk=int(out["TOKEN_ID"]))
     assert token.key_hash == hash_token(out["TOKEN"]) and token.user == user and token.team == team
-    assert token.name == "cli" and token.expires_at is None
+    # No --expires-days: the default lifetime (API_TOKEN_DEFAULT_DAYS); no --scope: read and write.
+    assert token.name == "cli" and token.scope == "read_write"
+    expected = timezone.now() + timedelta(days=settings.API_TOKEN_DEFAULT_DAYS)
+    assert token.expires_at is not None and abs(token.expires_at - expected) < timedelta(minutes=1)
     # The token works against the API, restricted to the team.
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {out['TOKEN']}")
@@ -201,3 +205,10 @@ def test_example_plans_gives_the_team_a_plan_per_example_with_a_solve_queued(no_
     again = run("--username", "newcomer", "--team", "First team", "--example-plans")
     assert again["EXAMPLE_PLANS"] == "0" and plans.count() == len(examples)
     assert Run.objects.filter(plan__team=team).count() == len(examples)
+
+
+def test_scope_option_issues_a_read_token() -> None:
+    out = run("--username", "reader", "--team", "Readers", "--scope", "read")
+    assert ApiToken.objects.get(pk=int(out["TOKEN_ID"])).scope == "read"
+    with pytest.raises(CommandError, match="--scope: must be one of read, read_write"):
+        run("--username", "reader", "--team", "Readers", "--scope", "admin")

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -62,7 +63,11 @@ def test_create_shows_the_secret_once_and_never_keeps_it(browsers: Browsers) -> 
     response = create(client, name="deploy script")
     assert response.status_code == 302 and response["Location"] == TOKENS
     token = ApiToken.objects.get(user=browsers.world.carol.user, name="deploy script")
-    assert token.team is None and token.expires_at is None
+    # No expiry given: the default lifetime (API_TOKEN_DEFAULT_DAYS), read and write.
+    assert token.team is None and token.scope == "read_write"
+    assert token.expires_at is not None
+    expected = timezone.now() + timedelta(days=settings.API_TOKEN_DEFAULT_DAYS)
+    assert abs(token.expires_at - expected) < timedelta(minutes=1)
 
     page = client.get(TOKENS)
     html = page.content.decode()
@@ -211,3 +216,11 @@ def test_query_count_does_not_grow_with_tokens(
     # session, user, memberships (team access), tokens with their teams
     with django_assert_num_queries(4):
         assert client.get(TOKENS).status_code == 200
+
+
+def test_a_read_token_from_the_page_only_reads(browsers: Browsers) -> None:
+    response = create(browsers.carol, name="dashboards", scope="read")
+    assert response.status_code == 302
+    token = ApiToken.objects.get(user=browsers.world.carol.user, name="dashboards")
+    assert token.scope == "read"
+    assert "read</td>" in browsers.carol.get(TOKENS).content.decode()

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.db.models import Model
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -28,7 +29,7 @@ from django.utils.cache import add_never_cache_headers
 from django.views.generic import TemplateView, View
 
 from api.limits import token_limit_error
-from api.models import ApiToken
+from api.models import SCOPE_CHOICES, SCOPE_READ_WRITE, ApiToken
 from api.serializers.tokens import ApiTokenSerializer
 from scenarios.models import ROLE_VIEWER, Team
 from web.access import TeamPageMixin
@@ -38,7 +39,7 @@ ALL_TEAMS = ""
 # The form asks for days; beyond this a date is not an expiry anyone means (and would overflow a datetime).
 MAX_EXPIRES_DAYS = 36_500
 # Serializer field -> form field, so that an API rule's message lands on the field the user filled in.
-SERIALIZER_FIELDS = {"name": "name", "team": "team", "expires_at": "expires_in_days"}
+SERIALIZER_FIELDS = {"name": "name", "team": "team", "expires_at": "expires_in_days", "scope": "scope"}
 
 
 class TokenForm(forms.Form):
@@ -49,6 +50,7 @@ class TokenForm(forms.Form):
     expires_in_days = forms.IntegerField(
         required=False, min_value=1, max_value=MAX_EXPIRES_DAYS, label="Expires in (days)"
     )
+    scope = forms.ChoiceField(choices=SCOPE_CHOICES, initial=SCOPE_READ_WRITE, required=False, label="Scope")
 
     def __init__(self, *args: Any, teams: tuple[Team, ...], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -67,12 +69,17 @@ class _SessionCaller:
 
 
 def check_new_token(
-    *, user: Any, name: str, team_id: int | str | None, expires_at: datetime | None
+    *,
+    user: Any,
+    name: str,
+    team_id: int | str | None,
+    expires_at: datetime | None,
+    scope: str = SCOPE_READ_WRITE,
 ) -> tuple[dict[str, Any] | None, dict[str, list[str]]]:
     """The API's rules for a new token of ``user`` (its serializer, then the limit on active tokens):
     ``(validated data, {})`` or ``(None, {serializer field or "": [messages]})``. The dashboard and
     ``manage.py create_access`` both ask here, so a token is held to the same rules however it is made."""
-    data = {"name": name, "team": team_id, "expires_at": expires_at}
+    data = {"name": name, "team": team_id, "expires_at": expires_at, "scope": scope}
     serializer = ApiTokenSerializer(data=data, context={"request": _SessionCaller(user=user)})
     if not serializer.is_valid():
         return None, {field: [str(error) for error in errors] for field, errors in serializer.errors.items()}
@@ -92,6 +99,7 @@ def issue_token(request: HttpRequest, form: TokenForm) -> tuple[ApiToken, str] |
         name=form.cleaned_data["name"],
         team_id=form.cleaned_data["team"] or None,
         expires_at=None if days is None else timezone.now() + timedelta(days=days),
+        scope=form.cleaned_data["scope"] or SCOPE_READ_WRITE,
     )
     if valid is None:
         for field, messages_ in errors.items():
@@ -130,6 +138,7 @@ class TokensView(TeamPageMixin, TemplateView):
         context["nav"] = "tokens"
         context["name_max_length"] = getattr(ApiTokenSerializer().fields["name"], "max_length", None)
         context["max_expires_days"] = MAX_EXPIRES_DAYS
+        context["default_expires_days"] = settings.API_TOKEN_DEFAULT_DAYS
         context["tokens"] = list(
             ApiToken.objects.filter(user=self.request.user.pk)
             .select_related("team")

@@ -1,7 +1,7 @@
 """``manage.py create_access``: a user, a team and an API token in one line, for scripts and first setups.
 
     python manage.py create_access --username alice --team "ML infra" [--role admin]
-        [--password-stdin] [--token-name cli] [--expires-days 30] [--json]
+        [--password-stdin] [--token-name cli] [--expires-days 30] [--scope read] [--json]
 
 An existing user (by user name) and an existing team (by slug, from ``--team-slug`` or the slugified
 ``--team``) are reused, so running it again issues one more token and changes nothing else (except the
@@ -34,14 +34,21 @@ from django.db.models import Field
 from django.utils import timezone
 from django.utils.text import slugify
 
-from api.models import ApiToken
+from api.models import SCOPE_CHOICES, SCOPE_READ_WRITE, ApiToken
 from scenarios import services
 from scenarios.models import ROLE_ADMIN, ROLE_CHOICES, Membership, Team
 from web.views.tokens import MAX_EXPIRES_DAYS, check_new_token
 
 ROLES = tuple(value for value, _ in ROLE_CHOICES)
 # Serializer field of the token rules -> the option that set it.
-TOKEN_OPTIONS = {"name": "--token-name", "team": "--team", "expires_at": "--expires-days", "": "--username"}
+TOKEN_OPTIONS = {
+    "name": "--token-name",
+    "team": "--team",
+    "expires_at": "--expires-days",
+    "scope": "--scope",
+    "": "--username",
+}
+SCOPES = tuple(value for value, _ in SCOPE_CHOICES)
 
 
 def _messages(exc: ValidationError) -> str:
@@ -70,7 +77,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--expires-days",
             default=None,
-            help=f"days until the token expires (1-{MAX_EXPIRES_DAYS}; default: never)",
+            help=f"days until the token expires (1-{MAX_EXPIRES_DAYS}; default: API_TOKEN_DEFAULT_DAYS)",
+        )
+        parser.add_argument(
+            "--scope",
+            default=SCOPE_READ_WRITE,
+            help=f"what the token may do: {', '.join(SCOPES)} (default: {SCOPE_READ_WRITE}; read only reads)",
         )
         parser.add_argument(
             "--json", action="store_true", help="print one JSON object instead of KEY=value lines"
@@ -90,12 +102,14 @@ class Command(BaseCommand):
         if role is not None and role not in ROLES:
             raise CommandError(f"--role: must be one of {', '.join(ROLES)}, not '{role}'")
         expires_days = self._expires_days(options["expires_days"])
+        if options["scope"] not in SCOPES:
+            raise CommandError(f"--scope: must be one of {', '.join(SCOPES)}, not '{options['scope']}'")
         password = self._read_password(username) if options["password_stdin"] else None
 
         with transaction.atomic():
             user, generated = self._user(username, password)
             team, role = self._membership(user, team_name, slug, role)
-            token, secret = self._token(user, team, options["token_name"], expires_days)
+            token, secret = self._token(user, team, options["token_name"], expires_days, options["scope"])
             examples = self._example_plans(team, user) if options["example_plans"] else None
 
         fields: dict[str, Any] = {"USERNAME": user.get_username(), "TEAM": team.slug, "ROLE": role}
@@ -217,9 +231,13 @@ class Command(BaseCommand):
             held = services.membership_set(team=team, user=user, role=role or ROLE_ADMIN).role
         return team, held
 
-    def _token(self, user: Any, team: Team, name: str, expires_days: int | None) -> tuple[ApiToken, str]:
+    def _token(
+        self, user: Any, team: Team, name: str, expires_days: int | None, scope: str
+    ) -> tuple[ApiToken, str]:
         expires_at = None if expires_days is None else timezone.now() + timedelta(days=expires_days)
-        valid, errors = check_new_token(user=user, name=name, team_id=team.pk, expires_at=expires_at)
+        valid, errors = check_new_token(
+            user=user, name=name, team_id=team.pk, expires_at=expires_at, scope=scope
+        )
         if valid is None:
             field, messages = next(iter(errors.items()))
             raise CommandError(f"{TOKEN_OPTIONS.get(field, '--token-name')}: {'; '.join(messages)}")
