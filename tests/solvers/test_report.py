@@ -15,6 +15,7 @@ from solvers.canonical import canonical_hash
 from solvers.errors import ScenarioError, SolverInternalError
 from solvers.report import SOLVER_VERSION, _plain_checked, reason_to_error
 from solvers.schema import resolve
+from tests.profiles import examples
 
 CONTRACT_KEYS = {
     "schema_version",
@@ -247,7 +248,7 @@ def test_auto_layout_that_cannot_fit_is_an_error() -> None:
     assert "fits in memory" in info.value.errors[0].message
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     tp=st.sampled_from([1, 2, 4, 8]),
     pp=st.sampled_from([1, 2, 4, 8]),
