@@ -196,9 +196,27 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Request bodies above this are refused with 400 before parsing (scenario documents are a few KB).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_BODY_BYTES", 1_048_576)
 
+# --- Reverse proxy (deployment: a TLS-terminating proxy in front, deploy/Caddyfile) ---------------------
+# Origins a browser may post from when they differ from the Host the proxy forwards, e.g.
+# "https://planner.example.com" (scheme included). SECURE_PROXY_SSL_HEADER names the request header (as Django
+# sees it) and value by which the proxy says the client used HTTPS: "HTTP_X_FORWARDED_PROTO,https" by default in
+# production. Only trust it behind a proxy that sets that header itself (Caddy does), never when clients reach
+# the application directly; "none" turns it off.
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+_proxy_ssl_header = env_list(
+    "SECURE_PROXY_SSL_HEADER", ["HTTP_X_FORWARDED_PROTO", "https"] if PRODUCTION else ["none"]
+)
+if _proxy_ssl_header != ["none"]:
+    if len(_proxy_ssl_header) != 2 or not _proxy_ssl_header[0].startswith("HTTP_"):
+        raise ImproperlyConfigured(
+            f"SECURE_PROXY_SSL_HEADER={','.join(_proxy_ssl_header)!r}: expected HEADER,VALUE with the header as "
+            "Django names it (e.g. HTTP_X_FORWARDED_PROTO,https), or none"
+        )
+    SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header[0], _proxy_ssl_header[1])
+# --- end reverse proxy -----------------------------------------------------------------------------------
+
 # --- Security (production) ----------------------------------------------------------------------------
 if PRODUCTION:
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
     SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
@@ -206,7 +224,6 @@ if PRODUCTION:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
-    CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 # --- REST framework -----------------------------------------------------------------------------------
 REST_FRAMEWORK = {

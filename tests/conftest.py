@@ -20,14 +20,88 @@ from pathlib import Path
 
 import pytest
 
+from tests import profiles  # noqa: F401  (loads the Hypothesis profile before any test module)
+
 ROOT = Path(__file__).resolve().parent.parent
 TEST_QUEUE = f"planner-test-{os.getpid()}"
 WORKER_START_TIMEOUT_S = 60.0
 
+# --- test kinds and parallel runs -------------------------------------------------------------------
+# Every test has exactly one kind (a pytest marker), so each suite is one `-m` expression (`./dev test-<kind>`):
+#   unit         no server at all: no database, no broker (`./dev test-unit` proves it by pointing both URLs
+#                at closed ports; the solver's tests run without Django there)
+#   integration  real PostgreSQL, Redis and Celery worker processes
+#   quickstart   the README's `./dev up` on fresh servers        fault    kill -9, broker and database outages
+#   browser      the dashboard in Chromium                        slow     long property suites (schemathesis)
+# quickstart, fault, browser and slow are marked where they are defined; unit and integration are derived
+# here from what a test uses, so a new test cannot be left without a kind or filed under the wrong one.
+DECLARED_KINDS = ("quickstart", "fault", "browser", "slow")
+SERVER_FIXTURES = frozenset(
+    {
+        "db",
+        "transactional_db",
+        "django_db_reset_sequences",
+        "django_db_serialized_rollback",
+        "django_db_setup",
+        "live_server",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Runs before `-m` deselects (conftest hooks run before pytest's own), and after tests/browser's hook
+    (the deeper conftest is registered later, so it is called first)."""
+    for item in items:
+        if any(item.get_closest_marker(kind) for kind in DECLARED_KINDS):
+            continue
+        uses_servers = item.get_closest_marker("django_db") is not None or bool(
+            SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))
+        )
+        item.add_marker(pytest.mark.integration if uses_servers else pytest.mark.unit)
+
+
+def redis_url_for_worker(url: str, worker: str) -> str:
+    """The Redis database of one pytest-xdist worker: the configured index plus the worker's number (gw0 keeps
+    it), modulo Redis's 16 databases. Each worker also gets its own PostgreSQL test database (pytest-django
+    appends ``_gw<N>``) and its own Celery queue (TEST_QUEUE), so parallel workers share no state: not the
+    heartbeat set /healthz reads, not the throttling counters in the cache."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    base = int(parts.path.strip("/") or 0)
+    return urlunsplit(parts._replace(path=f"/{(base + int(worker.removeprefix('gw'))) % 16}"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, move this worker to its own Redis database before anything connects. Settings were
+    read already (pytest-django sets Django up before any conftest), but every Redis client is created
+    lazily: the cache, the heartbeat client, the Celery app's broker connection."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker or not config.pluginmanager.hasplugin("django"):
+        return
+    from django.conf import settings
+
+    url = redis_url_for_worker(settings.REDIS_URL, worker)
+    settings.REDIS_URL = url
+    settings.CELERY_BROKER_URL = url
+    settings.CACHES["default"]["LOCATION"] = url
+    os.environ["REDIS_URL"] = url
+    from planner.celery import app
+
+    app.conf.update(broker_url=url)
+
+
+def _django_enabled(request: pytest.FixtureRequest) -> bool:
+    """False when the solver's tests run without Django (`-p no:django`, see `./dev test-unit`)."""
+    return request.config.pluginmanager.hasplugin("django")
+
 
 @pytest.fixture(scope="session", autouse=True)
-def _celery_test_queue() -> Iterator[None]:
+def _celery_test_queue(request: pytest.FixtureRequest) -> Iterator[None]:
     """Publish test tasks to a queue only the test's own workers consume."""
+    if not _django_enabled(request):
+        yield
+        return
     from planner.celery import app
 
     previous = app.conf.task_default_queue
@@ -37,11 +111,14 @@ def _celery_test_queue() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _fast_password_hasher() -> Iterator[None]:
+def _fast_password_hasher(request: pytest.FixtureRequest) -> Iterator[None]:
     """Hash test users' passwords with MD5 instead of PBKDF2 (a million rounds, ~0.3 s a user on a busy
     machine; the API personas alone made every API test spend ~2 s creating users). Login still checks the
     password through the same hasher API. API tokens are unaffected: they are a single SHA-256 by design
     (api/models.py), in tests as in production. Production settings are untouched."""
+    if not _django_enabled(request):
+        yield
+        return
     from django.test.utils import override_settings
 
     with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
@@ -101,11 +178,12 @@ def start_worker(
     queue: str = TEST_QUEUE,
     wait: bool = True,
     extra_args: tuple[str, ...] = (),
+    name: str | None = None,
 ) -> WorkerProcess:
     """Start ``celery -A planner worker`` on the test database and wait until its heartbeat appears."""
     from django.conf import settings
 
-    name = f"test-{uuid.uuid4().hex[:8]}@localhost"
+    name = name or f"test-{uuid.uuid4().hex[:8]}@localhost"
     full_env = {
         **os.environ,
         "DATABASE_URL": database_url_for_tests(),

@@ -27,6 +27,9 @@ from tests.api.conftest import World, build_world
 
 hypothesis_compat.install()
 
+# About a minute and a half of requests: its own suite (`./dev test-slow`), run by CI, not by `./dev test`.
+pytestmark = pytest.mark.slow
+
 EXAMPLES_PER_OPERATION = 25
 MIN_REQUESTS = 1_000
 CHECKS = (

@@ -21,6 +21,9 @@ from tests.conftest import ROOT
 
 UP_TIMEOUT_S = 180.0
 
+# Fresh servers, a migration and three processes (about a minute): `./dev test-quickstart`, run by CI.
+pytestmark = pytest.mark.quickstart
+
 
 def _free_port() -> int:
     with socket.socket() as s:

@@ -13,9 +13,10 @@ from solvers import checkpoint as ckpt
 from solvers import reliability as rel
 from solvers.ledger import compute_ledger
 from solvers.ledger_defaults import GOODPUT_LEDGERS, INTERVAL_METHODS
+from tests.profiles import examples
 from tests.solvers.test_ledger import _numbers, make_inputs
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 step_s = st.floats(0.05, 120.0)
 busy = st.floats(0.0, 1.0)

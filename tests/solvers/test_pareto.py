@@ -10,6 +10,7 @@ from hypothesis.extra.numpy import arrays
 
 from solvers.errors import ScenarioError
 from solvers.pareto import pareto_indices, pareto_mask
+from tests.profiles import examples
 
 
 def brute_force(values: np.ndarray) -> np.ndarray:
@@ -29,7 +30,7 @@ def test_docstring_example() -> None:
     assert pareto_indices(values).tolist() == [0, 1]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.integers(min_value=2, max_value=3).flatmap(
         lambda k: arrays(

@@ -16,6 +16,7 @@ from solvers.entry import SOLVER_VERSION
 from solvers.errors import ScenarioError, SolverInternalError
 from solvers.inputs import resolve
 from solvers.report import _plain_checked, reason_to_error
+from tests.profiles import examples
 
 CONTRACT_KEYS = {
     "schema_version",
@@ -248,7 +249,7 @@ def test_auto_layout_that_cannot_fit_is_an_error() -> None:
     assert "fits in memory" in info.value.errors[0].message
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     tp=st.sampled_from([1, 2, 4, 8]),
     pp=st.sampled_from([1, 2, 4, 8]),

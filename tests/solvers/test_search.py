@@ -36,6 +36,7 @@ from solvers.search import (
 )
 from solvers.search.document import search_document
 from solvers.specs import RECOMPUTE_CODE, SCHEDULE_CODE
+from tests.profiles import examples
 
 # Llama 3 (2024) Table 4: 405B on 16,384 H100, TP8 CP1 PP16 DP128, 16M-token batch of 8,192-token sequences.
 LLAMA3_405B: dict[str, Any] = {
@@ -439,7 +440,7 @@ def _small_best_step() -> float:
     return _SMALL_BEST["step_s"]
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(
     tp=st.sets(st.sampled_from([1, 2, 4, 8, 16, 32]), min_size=1),
     pp=st.sets(st.sampled_from([1, 2, 4, 8, 16, 32]), min_size=1),

@@ -22,10 +22,11 @@ from hypothesis import strategies as st
 from solvers import pipeline
 from solvers.engine import StepColumns, check_layouts, evaluate
 from solvers.specs import SCHEDULE_CODE, LayoutBatch, LinkSpec, OverlapSpec
+from tests.profiles import examples
 from tests.solvers.test_engine import DEEPSEEK_V3, LLAMA3_405B, catalog_cluster, training
 from tests.solvers.test_vectorised_consistency import LAYOUT_FIELDS, one, random_layouts
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 _LLAMA_CLUSTER = catalog_cluster("h100-sxm", 16384, "nvlink4", "roce-400g")
 _LLAMA_TR = training(_LLAMA_CLUSTER, seq_len=8192, batch_tokens=16 * 1024 * 1024)

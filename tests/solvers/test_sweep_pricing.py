@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from solvers import catalog, solve
 from solvers.prices import PATH_ELECTRICITY_PRICE, PriceSheet, Pricing, Quote
 from solvers.sweep import derived_fields, pinned_fields, plan_sweep, point_document, sweep_point
+from tests.profiles import examples
 
 SPACE = {"zero_stage": [1], "recompute": ["selective"], "grad_reduce_dtype": ["bf16"], "tp": [1, 2, 4, 8]}
 BASE: dict[str, Any] = {
@@ -157,7 +158,7 @@ def sheets(draw: Any) -> PriceSheet:
     return PriceSheet(quotes=quotes)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(axis=AXES, data=st.data(), sheet=sheets())
 def test_every_sweep_point_equals_solve_of_the_same_document(axis: Any, data: Any, sheet: PriceSheet) -> None:
     field, values = axis
