@@ -1,8 +1,11 @@
 """Planner settings: one module, every deployment difference read from the environment (12-factor).
 
-Variables (all optional in development):
-  DATABASE_URL   postgres://user:pass@host:port/name   (unset: the embedded PostgreSQL, see planner.embedded)
-  REDIS_URL      redis://host:port/db                   (unset: the embedded Redis)
+Importing this module reads the environment and nothing else: no server is started, no file written.
+Every variable is listed in the README's configuration table (a test keeps it complete).
+
+Variables:
+  DATABASE_URL   postgres://user:pass@host:port/name   (required; ./dev passes the embedded PostgreSQL's)
+  REDIS_URL      redis://host:port/db                   (required; ./dev passes the embedded Redis's)
   SECRET_KEY     required when DEBUG is off
   DEBUG          "1"/"true" to enable; default on for a development checkout, off when PLANNER_ENV=production
   ALLOWED_HOSTS  comma-separated host names
@@ -11,47 +14,14 @@ Variables (all optional in development):
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from planner.env import env_bool, env_int, env_list, env_str
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
-def env_str(name: str, default: str | None = None) -> str | None:
-    value = os.environ.get(name)
-    return value if value not in (None, "") else default
-
-
-def env_bool(name: str, default: bool) -> bool:
-    value = env_str(name)
-    if value is None:
-        return default
-    lowered = value.strip().lower()
-    if lowered in {"1", "true", "yes", "on"}:
-        return True
-    if lowered in {"0", "false", "no", "off"}:
-        return False
-    raise ImproperlyConfigured(f"{name}={value!r}: expected one of 1/0, true/false, yes/no, on/off")
-
-
-def env_int(name: str, default: int) -> int:
-    value = env_str(name)
-    if value is None:
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={value!r}: expected an integer") from None
-
-
-def env_list(name: str, default: list[str]) -> list[str]:
-    value = env_str(name)
-    if value is None:
-        return default
-    return [item.strip() for item in value.split(",") if item.strip()]
 
 
 PLANNER_ENV = env_str("PLANNER_ENV", "development")
@@ -74,19 +44,17 @@ SECRET_KEY: str = _secret
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 
 # --- Database and broker ------------------------------------------------------------------------------
+# Settings only read the environment: they never start a server. `./dev` (up, test, manage, ...) and the
+# test session start the embedded PostgreSQL and Redis (planner.embedded) and pass their URLs here.
 _database_url = env_str("DATABASE_URL")
 _redis_url = env_str("REDIS_URL")
-EMBEDDED_SERVICES = _database_url is None or _redis_url is None
-if EMBEDDED_SERVICES:
-    from planner import embedded
-
-    _servers = embedded.ensure_running()
-    _database_url = _database_url or _servers.database_url
-    _redis_url = _redis_url or _servers.redis_url
-    # Child processes (Celery workers, test helpers) must reach the same servers without starting more.
-    os.environ.setdefault("DATABASE_URL", _database_url)
-    os.environ.setdefault("REDIS_URL", _redis_url)
-
+_missing = [name for name, value in (("DATABASE_URL", _database_url), ("REDIS_URL", _redis_url)) if not value]
+if _missing:
+    raise ImproperlyConfigured(
+        f"{' and '.join(_missing)} not set. Run the project through ./dev (./dev up, ./dev manage ..., ./dev test), "
+        "which starts the embedded PostgreSQL and Redis and passes their URLs, or export them yourself "
+        '(eval "$(python -m planner.embedded env)" after python -m planner.embedded start).'
+    )
 assert _database_url is not None and _redis_url is not None
 DATABASES = {
     "default": dj_database_url.parse(
@@ -98,6 +66,17 @@ if not DATABASES["default"]["ENGINE"].endswith("postgresql"):
 DATABASES["default"].setdefault("OPTIONS", {})
 DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", env_int("DB_CONNECT_TIMEOUT_S", 5))
 REDIS_URL: str = _redis_url
+
+# --- Database roles (platform) -------------------------------------------------------------------------
+# Migrations run as the role that owns the tables (MIGRATE_DATABASE_URL, same database; unset: DATABASE_URL's
+# role); `migrate` then grants the role the service connects as its row rights (planner.db_roles):
+# DATABASE_APP_ROLE, by default DATABASE_URL's user when the two URLs name different users.
+_migrate_url = env_str("MIGRATE_DATABASE_URL")
+MIGRATE_DATABASE = dj_database_url.parse(_migrate_url) if _migrate_url else None
+_app_user = DATABASES["default"].get("USER") or ""
+DATABASE_APP_ROLE: str = env_str("DATABASE_APP_ROLE") or (
+    _app_user if MIGRATE_DATABASE is not None and MIGRATE_DATABASE.get("USER") != _app_user else ""
+)
 
 # --- Applications -------------------------------------------------------------------------------------
 INSTALLED_APPS = [
@@ -186,7 +165,6 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT") or BASE_DIR / "var" / "static")
-STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on a missing root before collectstatic
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
