@@ -234,6 +234,8 @@ CACHES = {
 # --- Celery -------------------------------------------------------------------------------------------
 SOLVE_TIME_LIMIT_S = env_int("SOLVE_TIME_LIMIT_S", 300)
 CELERY_BROKER_URL = REDIS_URL
+# platform: kombu's Redis transport with a fix for the crash when Redis dies under a consumer (planner.broker)
+CELERY_BROKER_TRANSPORT = "planner.broker:Transport"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Redis redelivers an unacknowledged message after the visibility timeout; it must exceed the longest task
 # or a slow task would run twice.
