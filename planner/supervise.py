@@ -46,7 +46,10 @@ def supervisor_dir() -> Path:
 
 def render_config(processes: dict[str, str], folder: Path) -> str:
     """A supervisord configuration: each process through ``sh -c 'exec ...'`` (so ``${PORT}`` expands and
-    the signal reaches the process itself), restarted whenever it exits, stopped with its process group."""
+    the signal reaches the process itself), restarted whenever it exits, stopped with its process group.
+
+    All processes are stopped together; one still running 20 s after SIGTERM (a worker finishing a long
+    task in its warm shutdown) is killed: its unacknowledged task goes back to the queue (acks_late)."""
     sections = [
         "[unix_http_server]",
         f"file={folder / 'supervisor.sock'}",
@@ -77,7 +80,7 @@ def render_config(processes: dict[str, str], folder: Path) -> str:
             "startsecs=3",
             "startretries=10",
             "stopsignal=TERM",
-            "stopwaitsecs=30",
+            "stopwaitsecs=20",
             "stopasgroup=true",
             "killasgroup=true",
             "stdout_logfile=/dev/stdout",
