@@ -80,3 +80,20 @@ def test_settings_with_urls_connect_to_nothing_at_import(tmp_path: Path) -> None
     assert not any(_port_open(port) for port in [*ports, db_port, redis_port])
     assert not (tmp_path / "var").exists()
     assert not (tmp_path / "static").exists()
+
+
+def test_a_session_of_solver_tests_starts_no_server(tmp_path: Path) -> None:
+    """Without the URLs the test session may start the embedded servers (planner.pytest_embedded), but
+    only for tests that can need them: collecting the solver's own tests starts nothing."""
+    env, ports = _clean_env(tmp_path)
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests/solvers"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "tests/solvers/test_" in res.stdout
+    assert not any(_port_open(port) for port in ports)
+    assert not (tmp_path / "var" / "postgres").exists()
