@@ -3,8 +3,9 @@
 Importing this module reads the environment and nothing else: no server is started, no file written.
 Every variable is listed in the README's configuration table (a test keeps it complete).
 
-Variables:
+Variables (the main ones):
   DATABASE_URL   postgres://user:pass@host:port/name   (required; ./dev passes the embedded PostgreSQL's)
+  MIGRATE_DATABASE_URL  the role that owns the tables, for `migrate` (default: DATABASE_URL's)
   REDIS_URL      redis://host:port/db                   (required; ./dev passes the embedded Redis's)
   SECRET_KEY     required when DEBUG is off
   DEBUG          "1"/"true" to enable; default on for a development checkout, off when PLANNER_ENV=production
@@ -53,7 +54,8 @@ if _missing:
     raise ImproperlyConfigured(
         f"{' and '.join(_missing)} not set. Run the project through ./dev (./dev up, ./dev manage ..., ./dev test), "
         "which starts the embedded PostgreSQL and Redis and passes their URLs, or export them yourself "
-        '(eval "$(python -m planner.embedded env)" after python -m planner.embedded start).'
+        "(python -m planner.embedded start, then "
+        "eval \"$(python -m planner.embedded env | sed 's/^/export /')\")."
     )
 assert _database_url is not None and _redis_url is not None
 DATABASES = {
