@@ -1,8 +1,12 @@
 """Planner settings: one module, every deployment difference read from the environment (12-factor).
 
-Variables (all optional in development):
-  DATABASE_URL   postgres://user:pass@host:port/name   (unset: the embedded PostgreSQL, see planner.embedded)
-  REDIS_URL      redis://host:port/db                   (unset: the embedded Redis)
+Importing this module reads the environment and nothing else: no server is started, no file written.
+Every variable is listed in the README's configuration table (a test keeps it complete).
+
+Variables (the main ones):
+  DATABASE_URL   postgres://user:pass@host:port/name   (required; ./dev passes the embedded PostgreSQL's)
+  MIGRATE_DATABASE_URL  the role that owns the tables, for `migrate` (default: DATABASE_URL's)
+  REDIS_URL      redis://host:port/db                   (required; ./dev passes the embedded Redis's)
   SECRET_KEY     required when DEBUG is off
   DEBUG          "1"/"true" to enable; default on for a development checkout, off when PLANNER_ENV=production
   ALLOWED_HOSTS  comma-separated host names
@@ -11,47 +15,14 @@ Variables (all optional in development):
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from planner.env import env_bool, env_int, env_list, env_str
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
-def env_str(name: str, default: str | None = None) -> str | None:
-    value = os.environ.get(name)
-    return value if value not in (None, "") else default
-
-
-def env_bool(name: str, default: bool) -> bool:
-    value = env_str(name)
-    if value is None:
-        return default
-    lowered = value.strip().lower()
-    if lowered in {"1", "true", "yes", "on"}:
-        return True
-    if lowered in {"0", "false", "no", "off"}:
-        return False
-    raise ImproperlyConfigured(f"{name}={value!r}: expected one of 1/0, true/false, yes/no, on/off")
-
-
-def env_int(name: str, default: int) -> int:
-    value = env_str(name)
-    if value is None:
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={value!r}: expected an integer") from None
-
-
-def env_list(name: str, default: list[str]) -> list[str]:
-    value = env_str(name)
-    if value is None:
-        return default
-    return [item.strip() for item in value.split(",") if item.strip()]
 
 
 PLANNER_ENV = env_str("PLANNER_ENV", "development")
@@ -74,19 +45,18 @@ SECRET_KEY: str = _secret
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 
 # --- Database and broker ------------------------------------------------------------------------------
+# Settings only read the environment: they never start a server. `./dev` (up, test, manage, ...) and the
+# test session start the embedded PostgreSQL and Redis (planner.embedded) and pass their URLs here.
 _database_url = env_str("DATABASE_URL")
 _redis_url = env_str("REDIS_URL")
-EMBEDDED_SERVICES = _database_url is None or _redis_url is None
-if EMBEDDED_SERVICES:
-    from planner import embedded
-
-    _servers = embedded.ensure_running()
-    _database_url = _database_url or _servers.database_url
-    _redis_url = _redis_url or _servers.redis_url
-    # Child processes (Celery workers, test helpers) must reach the same servers without starting more.
-    os.environ.setdefault("DATABASE_URL", _database_url)
-    os.environ.setdefault("REDIS_URL", _redis_url)
-
+_missing = [name for name, value in (("DATABASE_URL", _database_url), ("REDIS_URL", _redis_url)) if not value]
+if _missing:
+    raise ImproperlyConfigured(
+        f"{' and '.join(_missing)} not set. Run the project through ./dev (./dev up, ./dev manage ..., ./dev test), "
+        "which starts the embedded PostgreSQL and Redis and passes their URLs, or export them yourself "
+        "(python -m planner.embedded start, then "
+        "eval \"$(python -m planner.embedded env | sed 's/^/export /')\")."
+    )
 assert _database_url is not None and _redis_url is not None
 DATABASES = {
     "default": dj_database_url.parse(
@@ -98,6 +68,17 @@ if not DATABASES["default"]["ENGINE"].endswith("postgresql"):
 DATABASES["default"].setdefault("OPTIONS", {})
 DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", env_int("DB_CONNECT_TIMEOUT_S", 5))
 REDIS_URL: str = _redis_url
+
+# --- Database roles -----------------------------------------------------------------------------------
+# Migrations run as the role that owns the tables (MIGRATE_DATABASE_URL, same database; unset: DATABASE_URL's
+# role); `migrate` then grants the role the service connects as its row rights (planner.db_roles):
+# DATABASE_APP_ROLE, by default DATABASE_URL's user when the two URLs name different users.
+_migrate_url = env_str("MIGRATE_DATABASE_URL")
+MIGRATE_DATABASE = dj_database_url.parse(_migrate_url) if _migrate_url else None
+_app_user = DATABASES["default"].get("USER") or ""
+DATABASE_APP_ROLE: str = env_str("DATABASE_APP_ROLE") or (
+    _app_user if MIGRATE_DATABASE is not None and MIGRATE_DATABASE.get("USER") != _app_user else ""
+)
 
 # --- Applications -------------------------------------------------------------------------------------
 INSTALLED_APPS = [
@@ -186,7 +167,6 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT") or BASE_DIR / "var" / "static")
-STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on a missing root before collectstatic
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -248,7 +228,7 @@ REST_FRAMEWORK = {
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 
-# --- api-hardening: outages, brute force, tokens, audit, idempotency (api/) --------------------------------
+# --- Outages, brute force, tokens, audit, idempotency (api/) ----------------------------------------------
 # Seconds a client is told to wait (Retry-After) when the database or the broker is unreachable (503).
 OUTAGE_RETRY_AFTER_S = env_int("OUTAGE_RETRY_AFTER_S", 5)
 # Reverse proxies in front of the service that append to X-Forwarded-For (0: the peer address is the client).
@@ -289,7 +269,6 @@ IDEMPOTENCY_KEY_TTL_HOURS = env_int("IDEMPOTENCY_KEY_TTL_HOURS", 24)
 IDEMPOTENCY_PENDING_S = env_int("IDEMPOTENCY_PENDING_S", 60)
 # Lifetime of a new API token when its creator names none (days; 0: such tokens never expire).
 API_TOKEN_DEFAULT_DAYS = env_int("API_TOKEN_DEFAULT_DAYS", 90)
-# --- end api-hardening --------------------------------------------------------------------------------
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Planner API",
@@ -316,6 +295,8 @@ CACHES = {
 # --- Celery -------------------------------------------------------------------------------------------
 SOLVE_TIME_LIMIT_S = env_int("SOLVE_TIME_LIMIT_S", 300)
 CELERY_BROKER_URL = REDIS_URL
+# kombu's Redis transport with a fix for the crash when Redis dies under a consumer (planner.broker)
+CELERY_BROKER_TRANSPORT = "planner.broker:Transport"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Redis redelivers an unacknowledged message after the visibility timeout; it must exceed the longest task
 # or a slow task would run twice.

@@ -111,6 +111,17 @@ def _celery_test_queue(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _static_root(request: pytest.FixtureRequest) -> None:
+    """Settings create no folder on import; whitenoise warns about a missing STATIC_ROOT, so the session
+    makes it (`./dev up` fills it with collectstatic)."""
+    if not _django_enabled(request):
+        return
+    from django.conf import settings
+
+    Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _fast_password_hasher(request: pytest.FixtureRequest) -> Iterator[None]:
     """Hash test users' passwords with MD5 instead of PBKDF2 (a million rounds, ~0.3 s a user on a busy
     machine; the API personas alone made every API test spend ~2 s creating users). Login still checks the

@@ -57,6 +57,7 @@ def test_dev_up_brings_web_worker_and_beat_to_healthy(tmp_path: Path, var_dir: P
         STATIC_ROOT=str(tmp_path / "static"),
     )
     log_path = tmp_path / "up.log"
+    pids: list[str] = []
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             ["./dev", "up"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -76,11 +77,32 @@ def test_dev_up_brings_web_worker_and_beat_to_healthy(tmp_path: Path, var_dir: P
             "workers": "ok",
             "beat": "ok",
         }
+        # Every process runs under supervisord; none may outlive `./dev up` (each has its own process group).
+        pids = subprocess.run(
+            [sys.executable, "-m", "planner.supervise", "ctl", "pid", "all"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+        assert len(pids) == 3 and all(pid.isdigit() and int(pid) > 0 for pid in pids), pids
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
             try:
-                proc.wait(30)
+                proc.wait(45)  # supervisord stops web, worker and beat within 20 s + a kill
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
         subprocess.run([sys.executable, "-m", "planner.embedded", "stop"], cwd=ROOT, env=env, check=False)
+    survivors = [int(pid) for pid in pids if _alive(int(pid))]
+    for pid in survivors:
+        os.kill(pid, signal.SIGKILL)
+    assert not survivors, f"processes {survivors} outlived ./dev up"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
