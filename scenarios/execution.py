@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q, Value
 from django.utils import timezone
 
-from scenarios import adapters, conf, events, pricing
+from scenarios import adapters, conf, events, pricing, queue
 from scenarios.models import (
     RUN_KIND_SOLVE,
     STATUS_FAILED,
@@ -35,6 +35,7 @@ from scenarios.models import (
     STATUS_RUNNING,
     STATUS_SUCCEEDED,
     Plan,
+    PriceFanOut,
     Result,
     Run,
     Team,
@@ -502,32 +503,27 @@ def run_execute(*, run_id: int, claim: Claim, sheets: dict[int, pricing.PriceShe
 # --- Enqueueing ---------------------------------------------------------------------------------------
 
 
-def chunks(items: Sequence[int], size: int) -> Iterable[list[int]]:
-    for start in range(0, len(items), size):
-        yield list(items[start : start + size])
-
-
 def enqueue_runs(*, run_ids: Sequence[int], chunk_size: int | None = None) -> int:
-    """Send runs to the broker, ``chunk_size`` run ids per message over one connection. Returns the number
-    of messages. A lost message is harmless: the sweeper sends the run again."""
-    from planner.celery import app
-    from scenarios import tasks
-
+    """Send runs to the broker now, ``chunk_size`` run ids per message over one connection. Returns the
+    number of messages; raises when the broker is down (a caller inside a task retries). A lost message is
+    harmless: the sweeper sends the run again."""
     if not run_ids:
         return 0
-    size = chunk_size or conf.run_chunk_size()
-    messages = 0
-    with app.producer_or_acquire() as producer:
-        if len(run_ids) == 1:
-            tasks.execute_run.apply_async(args=[run_ids[0]], producer=producer)
-            return 1
-        for part in chunks(list(run_ids), size):
-            if len(part) == 1:
-                tasks.execute_run.apply_async(args=[part[0]], producer=producer)
-            else:
-                tasks.execute_runs.apply_async(args=[part], producer=producer)
-            messages += 1
-    return messages
+    return queue.send_many(queue.run_messages(run_ids, chunk_size=chunk_size or conf.run_chunk_size()))
+
+
+def _mark_unsent(run_ids: Sequence[int]) -> None:
+    """The broker refused these runs' messages: the sweeper's next tick sends them (enqueued_at NULL)."""
+    Run.objects.filter(pk__in=list(run_ids), status=STATUS_QUEUED).update(enqueued_at=None)
+
+
+def enqueue_runs_on_commit(*, run_ids: Sequence[int], chunk_size: int | None = None) -> queue.Sending:
+    """Send runs once the current transaction commits; with the broker down they are left to the sweeper
+    (the returned ``Sending`` says ``deferred``) instead of failing the caller."""
+    ids = list(run_ids)
+    return queue.on_commit(
+        lambda: enqueue_runs(run_ids=ids, chunk_size=chunk_size), on_broker_down=lambda: _mark_unsent(ids)
+    )
 
 
 # --- Sweeper ------------------------------------------------------------------------------------------
@@ -538,11 +534,28 @@ class SweepReport:
     resent: int
     expired: int
     failed: int
+    fan_outs: int = 0
+
+
+def _fan_outs_due(*, now: dt.datetime, stale: dt.datetime, limit: int) -> list[int]:
+    """Price fan-outs not done whose message is unsent or old, and that no delivery holds: marked as sent
+    now (in the caller's transaction) and returned, so the caller sends them after commit."""
+    due = list(
+        PriceFanOut.objects.select_for_update(skip_locked=True)
+        .filter(Q(enqueued_at__lt=stale) | Q(enqueued_at__isnull=True), done_at__isnull=True)
+        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+        .order_by("created_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    PriceFanOut.objects.filter(pk__in=due).update(enqueued_at=now)
+    return due
 
 
 def runs_sweep(*, now: dt.datetime | None = None, send: bool = True) -> SweepReport:
-    """Re-send queued runs whose message went out ``sweep_queued_after_s`` ago and recover running runs
-    whose lease expired. Rows are picked with FOR UPDATE SKIP LOCKED, so two sweepers split the work."""
+    """Re-send queued runs whose message went out ``sweep_queued_after_s`` ago (or never: the broker was
+    down), recover running runs whose lease expired, and re-send price fan-outs that have not created their
+    runs yet. Rows are picked with FOR UPDATE SKIP LOCKED, so two sweepers split the work. With the broker
+    still down the rows are marked unsent again and the next tick tries once more."""
     now = now or timezone.now()
     limit = conf.sweep_batch_limit()
     stale = now - dt.timedelta(seconds=conf.sweep_queued_after_s())
@@ -570,14 +583,23 @@ def runs_sweep(*, now: dt.datetime | None = None, send: bool = True) -> SweepRep
             Run.objects.filter(pk__in=retry, status=STATUS_RUNNING).update(
                 status=STATUS_QUEUED, enqueued_at=now, lease_expires_at=None, claim_task_id="", worker=""
             )
+        fan_outs = _fan_outs_due(now=now, stale=stale, limit=limit)
         to_send = [*lost, *retry]
         if send and to_send:
-            transaction.on_commit(lambda: enqueue_runs(run_ids=to_send))
-    if lost or expired_rows:
+            enqueue_runs_on_commit(run_ids=to_send)
+        if send and fan_outs:
+            queue.on_commit(
+                lambda: queue.send_many((queue.FAN_OUT_PRICES, [book_id]) for book_id in fan_outs),
+                on_broker_down=lambda: PriceFanOut.objects.filter(
+                    pk__in=fan_outs, done_at__isnull=True
+                ).update(enqueued_at=None),
+            )
+    if lost or expired_rows or fan_outs:
         log.info(
-            "sweeper: resent %d queued, %d expired (%d failed at the attempt cap)",
+            "sweeper: resent %d queued, %d expired (%d failed at the attempt cap), %d price fan-outs",
             len(lost),
             len(retry),
             len(capped),
+            len(fan_outs),
         )
-    return SweepReport(resent=len(lost), expired=len(retry), failed=len(capped))
+    return SweepReport(resent=len(lost), expired=len(retry), failed=len(capped), fan_outs=len(fan_outs))

@@ -363,6 +363,38 @@ class PriceEntry(ImmutableModel):
         return f"{self.kind}:{self.key}={self.value} {self.unit}"
 
 
+class PriceFanOut(models.Model):
+    """The re-runs a published price book owes, as a row written in the book's own transaction: the work
+    exists before any message does, so a broker that is down at publish, or restarts and forgets the
+    message, delays the re-runs but cannot lose them. The sweeper sends a pending fan-out again until one
+    delivery has created its runs (``done_at``); a delivery takes it with a conditional UPDATE on
+    ``lease_expires_at`` (like a run), so two deliveries do not compare the plans twice at the same time, and
+    the runs' unique constraint (plan, price book, input hash) keeps a repeated fan-out from duplicating."""
+
+    price_book = models.OneToOneField(
+        PriceBook, on_delete=models.CASCADE, primary_key=True, related_name="fan_out"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    # When its message was last sent; NULL when the broker was down (the sweeper sends it on its next tick).
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    done_at = models.DateTimeField(null=True, blank=True)
+    plans_changed = models.PositiveIntegerField(default=0)
+    runs_created = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = (
+            models.Index(
+                fields=["enqueued_at"], name="price_fan_out_pending", condition=Q(done_at__isnull=True)
+            ),
+        )
+
+    def __str__(self) -> str:
+        state = "done" if self.done_at else "pending"
+        return f"fan-out of price book {self.price_book_id} ({state})"
+
+
 # --- Runs and results ---------------------------------------------------------------------------------
 
 RUN_KIND_SOLVE = "solve"

@@ -39,7 +39,6 @@ import hashlib
 import json
 import logging
 import math
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -77,14 +76,6 @@ log = logging.getLogger(__name__)
 SEARCH_OPTION_KEYS: tuple[str, ...] = ("objective", "top", "pareto", "space")
 SWEEP_OPTION_KEYS: tuple[str, ...] = ("axes", "mode", "objective", "pareto", "space")
 
-# Chunk sizing: at most this many points per chunk ...
-DEFAULT_SWEEP_CHUNK_POINTS = 20
-# ... at most about this many layouts per chunk (about 10 s of engine time at 200,000 layouts/s), so that a
-# chunk of large searches stays far inside the task time limit ...
-DEFAULT_SWEEP_CHUNK_LAYOUTS = 2_000_000
-# ... and at least this many chunks when there are enough points, so that two or more workers share a
-# small sweep.
-DEFAULT_SWEEP_MIN_CHUNKS = 16
 # How often a search writes its progress to the Run row.
 SEARCH_PROGRESS_PERIOD_S = 0.2
 
@@ -96,25 +87,21 @@ CHUNK_GO = "go"  # this delivery solves the chunk
 CHUNK_CAPPED = "capped"  # the chunk lost its worker too often: the run failed
 
 
-def _setting_int(name: str, default: int) -> int:
-    """A Django setting of that name wins, then the environment variable, then the default."""
-    value = getattr(settings, name, None)
-    if value is None:
-        raw = os.environ.get(name, "")
-        value = int(raw) if raw.strip() else default
-    return int(value)
-
-
 def sweep_chunk_points() -> int:
-    return max(1, _setting_int("SWEEP_CHUNK_POINTS", DEFAULT_SWEEP_CHUNK_POINTS))
+    """At most this many points per chunk (``SWEEP_CHUNK_POINTS``) ..."""
+    return max(1, int(settings.SWEEP_CHUNK_POINTS))
 
 
 def sweep_chunk_layouts() -> int:
-    return max(1, _setting_int("SWEEP_CHUNK_LAYOUTS", DEFAULT_SWEEP_CHUNK_LAYOUTS))
+    """... at most about this many layouts per chunk (about 10 s of engine time at 200,000 layouts/s), so
+    a chunk of large searches stays far inside the task time limit (``SWEEP_CHUNK_LAYOUTS``) ..."""
+    return max(1, int(settings.SWEEP_CHUNK_LAYOUTS))
 
 
 def sweep_min_chunks() -> int:
-    return max(1, _setting_int("SWEEP_MIN_CHUNKS", DEFAULT_SWEEP_MIN_CHUNKS))
+    """... and at least this many chunks when there are enough points, so that two or more workers share a
+    small sweep (``SWEEP_MIN_CHUNKS``)."""
+    return max(1, int(settings.SWEEP_MIN_CHUNKS))
 
 
 # --- Validation: request field paths -----------------------------------------------------------------

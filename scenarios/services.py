@@ -39,6 +39,7 @@ from scenarios.models import (
     Plan,
     PriceBook,
     PriceEntry,
+    PriceFanOut,
     Result,
     RevisionBase,
     Run,
@@ -438,7 +439,17 @@ def plan_base_document(*, plan: Plan) -> dict[str, Any]:
 # --- Runs ---------------------------------------------------------------------------------------------
 
 
-def run_request(
+@dataclass(frozen=True)
+class RunRequested:
+    """A queued run and what became of its message once the request's transaction commits: ``queued`` (sent
+    to the broker) or ``deferred`` (the broker was down; the sweeper sends it within about 30 s of the
+    broker's return)."""
+
+    run: Run
+    sending: Any
+
+
+def run_submit(
     *,
     plan: Plan,
     user: UserLike,
@@ -446,9 +457,10 @@ def run_request(
     kind: str = "solve",
     params: dict[str, Any] | None = None,
     points_total: int = 0,
-) -> Run:
+) -> RunRequested:
     """A queued run, created in the caller's transaction and sent to the broker only once it commits
-    (a rolled-back request leaves no message pointing at a row that does not exist)."""
+    (a rolled-back request leaves no message pointing at a row that does not exist). A broker that is down
+    does not fail the request: the row is the work, and the sweeper sends it later (``scenarios.queue``)."""
     from scenarios import execution
 
     if trigger not in {value for value, _ in TRIGGER_CHOICES}:
@@ -469,9 +481,22 @@ def run_request(
         queued_at=now,
         enqueued_at=now,
     )
-    run_id = run.pk
-    transaction.on_commit(lambda: execution.enqueue_runs(run_ids=[run_id]))
-    return run
+    return RunRequested(run=run, sending=execution.enqueue_runs_on_commit(run_ids=[run.pk]))
+
+
+def run_request(
+    *,
+    plan: Plan,
+    user: UserLike,
+    trigger: str = TRIGGER_API,
+    kind: str = "solve",
+    params: dict[str, Any] | None = None,
+    points_total: int = 0,
+) -> Run:
+    """``run_submit`` for callers that need only the run."""
+    return run_submit(
+        plan=plan, user=user, trigger=trigger, kind=kind, params=params, points_total=points_total
+    ).run
 
 
 # --- Price books --------------------------------------------------------------------------------------
@@ -867,6 +892,15 @@ def published_summary(*, book: PriceBook) -> dict[str, Any]:
     return {"changes": payload["changes"], "plans_to_rerun": payload["plans_to_rerun"]}
 
 
+def fan_out_state(*, book: PriceBook) -> str:
+    """How the book's re-runs stand after its publish committed: "queued" (the message reached the
+    broker, or the runs are created), "deferred" (the broker was down: the sweeper sends it later)."""
+    fan_out = PriceFanOut.objects.filter(pk=book.pk).values_list("enqueued_at", "done_at").first()
+    if fan_out is not None and fan_out[0] is None and fan_out[1] is None:
+        return "deferred"
+    return "queued"
+
+
 def price_book_publish(
     *,
     team: Team | None,
@@ -922,8 +956,12 @@ def price_book_publish(
         PriceEntry.objects.bulk_create([PriceEntry(price_book=book, **entry) for entry in resulting])
         _record_published(book)
         book_id = book.pk
+        if fan_out != "none":
+            # The re-runs the book owes are a row of the same transaction; the message is only a hint
+            # (``scenarios.queue``): with the broker down the publish still succeeds and the sweeper sends it.
+            PriceFanOut.objects.create(price_book=book, enqueued_at=timezone.now())
         if fan_out == "async":
-            transaction.on_commit(lambda: fanout.enqueue_price_fan_out(price_book_id=book_id))
+            fanout.enqueue_price_fan_out(price_book_id=book_id)
     if fan_out == "sync":
         fanout.price_book_fan_out(price_book_id=book_id)
     return book

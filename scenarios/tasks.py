@@ -91,15 +91,22 @@ def execute_runs(self: Any, run_ids: list[int]) -> dict[str, int]:
 
 @shared_task(name="scenarios.sweep_runs", **RETRY_OPTIONS)
 def sweep_runs() -> dict[str, int]:
-    """Beat: re-send queued runs Redis may have lost and recover runs whose lease expired."""
+    """Beat: re-send queued runs and price fan-outs Redis may have lost (or that were never sent because the
+    broker was down) and recover runs whose lease expired."""
     report = execution.runs_sweep()
-    return {"resent": report.resent, "expired": report.expired, "failed": report.failed}
+    return {
+        "resent": report.resent,
+        "expired": report.expired,
+        "failed": report.failed,
+        "fan_outs": report.fan_outs,
+    }
 
 
 @shared_task(name="scenarios.fan_out_prices", **RETRY_OPTIONS)
 def fan_out_prices(price_book_id: int) -> dict[str, Any]:
-    """After a price book is published: re-run the plans whose resolved prices changed."""
-    outcome = fanout.price_book_fan_out(price_book_id=price_book_id)
+    """After a price book is published (or the sweeper re-sent its pending ``PriceFanOut``): re-run the
+    plans whose resolved prices changed."""
+    outcome = fanout.price_book_fan_out(price_book_id=price_book_id, delivery=True)
     return {"plans_changed": outcome.plans_changed, "runs_created": outcome.runs_created}
 
 

@@ -132,8 +132,8 @@ def test_soft_time_limit_fails_the_run_with_the_reason(plan, monkeypatch) -> Non
     assert run.status == "failed" and "exceeded its time limit" in run.error and run.attempts == 1
 
 
-def test_sweeper_resends_stale_queued_runs_and_recovers_expired_leases(plan, sent, monkeypatch) -> None:
-    monkeypatch.setenv("SWEEP_QUEUED_AFTER_S", "60")
+def test_sweeper_resends_stale_queued_runs_and_recovers_expired_leases(plan, sent, settings) -> None:
+    settings.SWEEP_QUEUED_AFTER_S = 60
     fresh, stale, expired, capped = (_run(plan) for _ in range(4))
     long_ago = timezone.now() - dt.timedelta(minutes=5)
     Run.objects.filter(pk=stale.pk).update(enqueued_at=long_ago)

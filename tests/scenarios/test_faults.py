@@ -33,8 +33,8 @@ SWEEP_AFTER_S = 3
 
 
 @pytest.fixture(autouse=True)
-def _short_sweeper(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SWEEP_QUEUED_AFTER_S", str(SWEEP_AFTER_S))
+def _short_sweeper(settings: Any) -> None:
+    settings.SWEEP_QUEUED_AFTER_S = SWEEP_AFTER_S
 
 
 def worker_env(**extra: str) -> dict[str, str]:

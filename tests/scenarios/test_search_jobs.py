@@ -501,8 +501,8 @@ def test_a_sweep_fans_out_over_two_worker_processes(worker_factory, settings) ->
 
 @pytest.mark.fault
 @pytest.mark.timeout(600)
-def test_a_sweep_survives_kill9_of_one_of_two_workers(worker_factory, settings, monkeypatch) -> None:
-    monkeypatch.setenv("SWEEP_QUEUED_AFTER_S", "3")
+def test_a_sweep_survives_kill9_of_one_of_two_workers(worker_factory, settings) -> None:
+    settings.SWEEP_QUEUED_AFTER_S = 3
     env = {"RUN_LEASE_S": "4"}
     doomed = worker_factory(concurrency=1, env=env)
     survivor = worker_factory(concurrency=1, env=env)
