@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import time
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -157,6 +157,62 @@ def runs_renew_lease(*, run_ids: Sequence[int], claim: Claim) -> int:
     return Run.objects.filter(
         pk__in=list(run_ids), status=STATUS_RUNNING, claim_task_id=claim.task_id
     ).update(lease_expires_at=lease)
+
+
+class LeaseKeeper:
+    """Renews a lease from a daemon thread every third of ``RUN_LEASE_S`` while the work it guards executes
+    (``with LeaseKeeper(renew): ...``), so leases can be short: a live worker keeps its runs however long a
+    solve takes, and a dead worker's runs expire within one lease and are taken back by the sweeper.
+
+    ``renew`` runs in the thread, on the thread's own database connection (closed when the keeper stops);
+    a failed renewal (database briefly unreachable) is logged and tried again on the next period."""
+
+    def __init__(self, renew: Callable[[], Any], *, period_s: float | None = None) -> None:
+        self.renew = renew
+        self.period_s = period_s if period_s is not None else conf.run_lease_s() / 3
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.renewals = 0
+
+    def _loop(self) -> None:
+        from django.db import DatabaseError
+        from django.db import connection as thread_connection
+
+        try:
+            while not self._stop.wait(self.period_s):
+                try:
+                    self.renew()
+                    self.renewals += 1
+                except DatabaseError as exc:
+                    log.warning("lease renewal failed, trying again in %.1f s: %s", self.period_s, exc)
+        finally:
+            thread_connection.close()
+
+    def __enter__(self) -> LeaseKeeper:
+        self._thread = threading.Thread(target=self._loop, name="lease-keeper", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+
+def keep_runs_leased(*, run_ids: Sequence[int], claim: Claim) -> LeaseKeeper:
+    """A ``LeaseKeeper`` for the runs this delivery holds."""
+    ids = list(run_ids)
+    return LeaseKeeper(lambda: runs_renew_lease(run_ids=ids, claim=claim))
+
+
+def keep_run_leased(*, run_id: int) -> LeaseKeeper:
+    """A ``LeaseKeeper`` for a running run whatever delivery claimed it (a sweep's chunks run under other
+    task ids than the sweep's claim)."""
+    return LeaseKeeper(
+        lambda: Run.objects.filter(pk=run_id, status=STATUS_RUNNING).update(
+            lease_expires_at=timezone.now() + dt.timedelta(seconds=conf.run_lease_s())
+        )
+    )
 
 
 def runs_release(*, run_ids: Sequence[int], claim: Claim) -> list[int]:
@@ -441,28 +497,17 @@ class Outcome:
 _RUN_RELATED = (*(f"plan__{path}" for path in adapters.PLAN_RELATED), "plan__site")
 
 
-def runs_execute(
-    *, run_ids: Sequence[int], claim: Claim, sheets: dict[int, pricing.PriceSheet] | None = None
-) -> list[Outcome]:
-    """Claim, solve and store runs (a chunk from the fan-out, or one run). Database and broker errors
-    propagate so the task retries; a run whose input the solver refuses fails with the field paths."""
+def _solve_held(
+    *, held: list[int], claim: Claim, sheets: dict[int, pricing.PriceSheet], outcomes: dict[int, Outcome]
+) -> list[Solved]:
+    """Solve the runs this delivery holds; a run the solver or the plan refuses fails with the reason."""
     from django.core.exceptions import ValidationError
 
     from scenarios.services import plan_inputs
     from solvers import ScenarioError
 
-    states = runs_claim(run_ids=run_ids, claim=claim)
-    outcomes = {run_id: Outcome(run_id=run_id, status=state) for run_id, state in states.items()}
-    held = [run_id for run_id, state in states.items() if state in (CLAIMED, RESUMED)]
-    sheets = sheets if sheets is not None else {}
     solved: list[Solved] = []
-    renew_every_s = conf.run_lease_s() / 3
-    renewed_at = time.monotonic()
     for run in Run.objects.filter(pk__in=held).select_related(*_RUN_RELATED).order_by("pk"):
-        if time.monotonic() - renewed_at > renew_every_s:
-            # A long chunk keeps its lease, or the sweeper would hand its runs to another worker.
-            runs_renew_lease(run_ids=held, claim=claim)
-            renewed_at = time.monotonic()
         executor = EXECUTORS.get(run.kind)
         if executor is None:
             run_fail(
@@ -488,6 +533,25 @@ def runs_execute(
             outcomes[run.pk] = Outcome(run_id=run.pk, status=STATUS_FAILED)
             continue
         solved.append(Solved(run=run, inputs=inputs, report=report))
+    return solved
+
+
+def runs_execute(
+    *, run_ids: Sequence[int], claim: Claim, sheets: dict[int, pricing.PriceSheet] | None = None
+) -> list[Outcome]:
+    """Claim, solve and store runs (a chunk from the fan-out, or one run). Database and broker errors
+    propagate so the task retries; a run whose input the solver refuses fails with the field paths."""
+    states = runs_claim(run_ids=run_ids, claim=claim)
+    outcomes = {run_id: Outcome(run_id=run_id, status=state) for run_id, state in states.items()}
+    held = [run_id for run_id, state in states.items() if state in (CLAIMED, RESUMED)]
+    sheets = sheets if sheets is not None else {}
+    if not held:
+        return [outcomes[run_id] for run_id in run_ids]
+    # The claimed runs stay leased while they solve: a dead worker's runs expire within one lease. The
+    # store runs after the keeper stopped (its transaction locks the run rows the keeper would update; a
+    # lease renewed at most a third of a lease ago outlasts a store by far).
+    with keep_runs_leased(run_ids=held, claim=claim):
+        solved = _solve_held(held=held, claim=claim, sheets=sheets, outcomes=outcomes)
     for run_id, entry in results_store(solved=solved, claim=claim).items():
         outcomes[run_id] = Outcome(
             run_id=run_id, status=STATUS_SUCCEEDED, result_id=entry.result_id, created=entry.created
@@ -512,7 +576,7 @@ def enqueue_runs(*, run_ids: Sequence[int], chunk_size: int | None = None) -> in
     return queue.send_many(queue.run_messages(run_ids, chunk_size=chunk_size or conf.run_chunk_size()))
 
 
-def _mark_unsent(run_ids: Sequence[int]) -> None:
+def runs_mark_unsent(run_ids: Sequence[int]) -> None:
     """The broker refused these runs' messages: the sweeper's next tick sends them (enqueued_at NULL)."""
     Run.objects.filter(pk__in=list(run_ids), status=STATUS_QUEUED).update(enqueued_at=None)
 
@@ -522,7 +586,7 @@ def enqueue_runs_on_commit(*, run_ids: Sequence[int], chunk_size: int | None = N
     (the returned ``Sending`` says ``deferred``) instead of failing the caller."""
     ids = list(run_ids)
     return queue.on_commit(
-        lambda: enqueue_runs(run_ids=ids, chunk_size=chunk_size), on_broker_down=lambda: _mark_unsent(ids)
+        lambda: enqueue_runs(run_ids=ids, chunk_size=chunk_size), on_broker_down=lambda: runs_mark_unsent(ids)
     )
 
 

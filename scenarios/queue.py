@@ -48,6 +48,10 @@ RETRY_POLICY: dict[str, Any] = {
 }
 
 
+# Options of a Celery ``apply_async`` that leave the time limits to the worker that executes the task.
+NO_TIME_LIMIT: dict[str, Any] = {"time_limit": None, "soft_time_limit": None}
+
+
 @dataclass
 class Sending:
     """What became of the message(s) for one piece of work; ``state`` is set once the transaction commits."""

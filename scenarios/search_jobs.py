@@ -54,7 +54,7 @@ from django.db.models.expressions import RawSQL
 from django.db.models.fields.json import JSONField
 from django.utils import timezone
 
-from scenarios import adapters, conf, execution, pricing, services
+from scenarios import adapters, conf, execution, pricing, queue, services
 from scenarios.models import (
     RUN_KIND_SEARCH,
     RUN_KIND_SWEEP,
@@ -570,7 +570,12 @@ def sweep_request(
             enqueued_at=now,
         )
         run_id = run.pk
-        transaction.on_commit(lambda: sweep_start.apply_async(args=[run_id]))
+        # No time limit in the message: the worker applies its own. With the broker down the sweep stays
+        # queued (enqueued_at NULL) and the sweeper sends it through ``scenarios.execute_run``.
+        queue.on_commit(
+            lambda: sweep_start.apply_async(args=[run_id], **queue.NO_TIME_LIMIT),
+            on_broker_down=lambda: execution.runs_mark_unsent([run_id]),
+        )
     return run
 
 
@@ -767,7 +772,9 @@ def sweep_begin(*, run_id: int, claim: execution.Claim) -> str:
     missing = _missing_chunks(run_id, job)
     if not missing:
         return sweep_finish(run_id=run_id)
-    group(sweep_chunk.s(run_id, chunk, job.input_hash) for chunk in missing).apply_async()
+    group(
+        sweep_chunk.s(run_id, chunk, job.input_hash).set(**queue.NO_TIME_LIMIT) for chunk in missing
+    ).apply_async()
     log.info("sweep run %s: %d chunks of %d points sent", run_id, len(missing), job.chunk_points)
     return "started"
 
@@ -837,7 +844,11 @@ def chunk_execute(*, run_id: int, chunk: int, input_hash: str, claim: execution.
         if job is None or job.input_hash != input_hash:
             return CHUNK_STALE
         try:
-            rows = _solve_chunk(job, _plan_of(job.document, run.params), chunk)
+            # The sweep's run stays leased while this chunk solves (chunks run under their own task ids).
+            with execution.keep_run_leased(run_id=run_id):
+                rows = _solve_chunk(job, _plan_of(job.document, run.params), chunk)
+        except SoftTimeLimitExceeded:
+            raise  # not a solver error: ``sweep_chunk`` fails the run saying the chunk timed out
         except Exception as exc:  # the solver is pure: a failure here repeats on every delivery
             log.exception("sweep run %s: points chunk %s failed", run_id, chunk)
             _fail_running(
@@ -1016,7 +1027,7 @@ def sweep_chunk(self: Any, run_id: int, chunk: int, input_hash: str) -> str:
     try:
         return chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=_claim(self))
     except SoftTimeLimitExceeded:
-        _fail_running(run_id=run_id, error=f"points chunk {chunk}: {_time_limit_error()}")
+        _fail_running(run_id=run_id, error=f"points chunk {chunk} timed out: {_time_limit_error()}")
         return STATUS_FAILED
 
 

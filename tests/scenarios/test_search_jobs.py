@@ -61,7 +61,7 @@ def chunks_sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, str]]:
 @pytest.fixture
 def starts_sent(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
-    monkeypatch.setattr(search_jobs.sweep_start, "apply_async", lambda args: calls.append(args[0]))
+    monkeypatch.setattr(search_jobs.sweep_start, "apply_async", lambda args, **_: calls.append(args[0]))
     return calls
 
 
