@@ -69,20 +69,22 @@ _GAVE_UP_SQL = (
 )
 
 
-def runs_claim(*, run_ids: Sequence[int], claim: Claim, now: dt.datetime | None = None) -> dict[int, str]:
-    """Try to take each run for this delivery, with three conditional UPDATEs over the whole set:
+def claim_rows(
+    *, table: str, ids: Sequence[int], claim: Claim, gave_up: str, now: dt.datetime | None = None
+) -> dict[int, str]:
+    """Try to take each row of ``table`` (runs, sweep chunks: the same claim columns) for this delivery,
+    with three conditional UPDATEs over the whole set:
 
-    1. takeable and out of attempts -> failed with the reason (CAPPED);
+    1. takeable and out of attempts -> failed with the reason ``gave_up`` (SQL) (CAPPED);
     2. takeable (queued, lease expired, or running under this very delivery: the broker redelivered it
        because its worker died, which was an attempt) -> running, attempts + 1 (CLAIMED);
     3. running under this task with another retry count (our own retry after a database or broker
        error) -> keep going without counting an attempt (RESUMED).
-    Runs in none of these (done, or held by a live delivery) are BUSY: this delivery must not touch them.
-    The order matters: a run claimed in step 2 is not capped by step 1 in the same call."""
+    Rows in none of these (done, or held by a live delivery) are BUSY: this delivery must not touch them.
+    The order matters: a row claimed in step 2 is not capped by step 1 in the same call."""
     now = now or timezone.now()
-    ids = list(run_ids)
     params: dict[str, Any] = {
-        "ids": ids,
+        "ids": list(ids),
         "now": now,
         "lease": now + dt.timedelta(seconds=conf.run_lease_s()),
         "task_id": claim.task_id,
@@ -92,14 +94,14 @@ def runs_claim(*, run_ids: Sequence[int], claim: Claim, now: dt.datetime | None 
     states = dict.fromkeys(ids, BUSY)
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE scenarios_run SET status = 'failed', finished_at = %(now)s, lease_expires_at = NULL, "
-            f"error = {_GAVE_UP_SQL} "
+            f"UPDATE {table} SET status = 'failed', finished_at = %(now)s, lease_expires_at = NULL, "
+            f"error = {gave_up} "
             f"WHERE id = ANY(%(ids)s) AND attempts >= max_attempts AND {_TAKEABLE_SQL} RETURNING id",
             params,
         )
         states.update({row[0]: CAPPED for row in cursor.fetchall()})
         cursor.execute(
-            "UPDATE scenarios_run SET status = 'running', attempts = attempts + 1, started_at = %(now)s, "
+            f"UPDATE {table} SET status = 'running', attempts = attempts + 1, started_at = %(now)s, "
             "lease_expires_at = %(lease)s, claim_task_id = %(task_id)s, claim_retries = %(retries)s, "
             f"worker = %(worker)s WHERE id = ANY(%(ids)s) AND attempts < max_attempts AND {_TAKEABLE_SQL} "
             "RETURNING id",
@@ -107,13 +109,18 @@ def runs_claim(*, run_ids: Sequence[int], claim: Claim, now: dt.datetime | None 
         )
         states.update({row[0]: CLAIMED for row in cursor.fetchall()})
         cursor.execute(
-            "UPDATE scenarios_run SET claim_retries = %(retries)s, lease_expires_at = %(lease)s, "
+            f"UPDATE {table} SET claim_retries = %(retries)s, lease_expires_at = %(lease)s, "
             "worker = %(worker)s WHERE id = ANY(%(ids)s) AND status = 'running' "
             "AND claim_task_id = %(task_id)s AND claim_retries <> %(retries)s RETURNING id",
             params,
         )
         states.update({row[0]: RESUMED for row in cursor.fetchall()})
     return states
+
+
+def runs_claim(*, run_ids: Sequence[int], claim: Claim, now: dt.datetime | None = None) -> dict[int, str]:
+    """``claim_rows`` for runs: CLAIMED/RESUMED (go on), CAPPED (just failed, with the reason) or BUSY."""
+    return claim_rows(table="scenarios_run", ids=run_ids, claim=claim, gave_up=_GAVE_UP_SQL, now=now)
 
 
 def run_claim(*, run_id: int, claim: Claim, now: dt.datetime | None = None) -> str:

@@ -509,6 +509,48 @@ class Run(models.Model):
         return self.status in (STATUS_SUCCEEDED, STATUS_FAILED)
 
 
+class SweepChunk(models.Model):
+    """One chunk of a sweep's points: a row claimed like a run (``execution.claim_rows``: the same claim
+    columns and the same three conditional UPDATEs), so a chunk delivered twice is solved once while its
+    holder lives, its attempts are counted in Postgres (a chunk that kills its worker every time fails the
+    sweep after ``max_attempts``), and its rows are recorded once (``status`` done, conditional UPDATE).
+    Rows belong to one set of frozen inputs (``input_hash``); freezing other inputs replaces the chunks."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="sweep_chunks")
+    index = models.PositiveIntegerField()
+    input_hash = models.CharField(max_length=64)
+    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=STATUS_QUEUED)
+    attempts = models.PositiveIntegerField(default=0)
+    max_attempts = models.PositiveIntegerField(default=DEFAULT_MAX_ATTEMPTS)
+    error = models.TextField(blank=True, default="")
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    claim_task_id = models.CharField(max_length=64, blank=True, default="")
+    claim_retries = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=255, blank=True, default="")
+    # The chunk's sweep rows (one per point) once recorded; kept until the sweep's result stores them all.
+    rows = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run_id", "index"]  # noqa: RUF012
+        constraints = (
+            models.UniqueConstraint(fields=["run", "index"], name="sweep_chunk_unique_index"),
+            models.CheckConstraint(
+                condition=Q(status__in=[STATUS_QUEUED, STATUS_RUNNING, STATUS_SUCCEEDED, STATUS_FAILED]),
+                name="sweep_chunk_status_valid",
+            ),
+            # A recorded chunk has its rows.
+            models.CheckConstraint(
+                condition=~Q(status=STATUS_SUCCEEDED) | Q(rows__isnull=False),
+                name="sweep_chunk_done_has_rows",
+            ),
+        )
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} chunk {self.index} {self.status}"
+
+
 class Result(ImmutableModel):
     """An append-only solved report with its provenance. Unique on (plan, input_hash, solver_version):
     solving unchanged inputs again with the same solver returns this row; a new solver stores new numbers.

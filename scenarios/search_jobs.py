@@ -48,10 +48,8 @@ from celery import group, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F
-from django.db.models.expressions import RawSQL
-from django.db.models.fields.json import JSONField
 from django.utils import timezone
 
 from scenarios import adapters, conf, execution, pricing, queue, services
@@ -60,6 +58,7 @@ from scenarios.models import (
     RUN_KIND_SWEEP,
     STATUS_FAILED,
     STATUS_RUNNING,
+    STATUS_SUCCEEDED,
     TRIGGER_API,
     TRIGGER_CHOICES,
     ClusterRevision,
@@ -67,6 +66,7 @@ from scenarios.models import (
     Plan,
     Run,
     SiteRevision,
+    SweepChunk,
 )
 from scenarios.tasks import RETRY_OPTIONS, _claim, _time_limit_error
 from solvers.prices import Pricing
@@ -579,22 +579,16 @@ def sweep_request(
     return run
 
 
-# --- Sweep: the job state in Run.params["job"] --------------------------------------------------------
+# --- Sweep: the job state in Run.params["job"], the chunks in SweepChunk rows ------------------------
 #
 # {"input_hash": key of the frozen inputs, "inputs": PlanInputs.snapshot() (or {"document"} when the sweep
-#  executor froze them), "chunk_points": n, "chunks_total": k, "chunks": {"<i>": [rows]},
-#  "claims": {"<i>": {"task", "retries", "attempts"}}}
+#  executor froze them), "document", "pricing", "chunk_points": n, "chunks_total": k}; chunk k is the
+#  SweepChunk (run, k) of that input_hash: claimed like a run, its rows recorded once.
 
-
-def _jsonb_set(path: Sequence[str], value: Any) -> RawSQL:
-    """``jsonb_set(params, path, value)`` for an UPDATE: one key of the JSON column changed in place by the
-    database, so concurrent chunks each add their own key without reading and rewriting the others."""
-    literal = "{" + ",".join(path) + "}"
-    return RawSQL(
-        "jsonb_set(params, %s::text[], %s::jsonb, true)",
-        [literal, json.dumps(value, allow_nan=False)],
-        output_field=JSONField(),
-    )
+_CHUNK_GAVE_UP_SQL = (
+    "'gave up after ' || attempts || ' attempts: the worker solving this chunk was lost each time "
+    "(killed, out of memory, or over the hard time limit) before it finished'"
+)
 
 
 def _lease() -> Any:
@@ -645,53 +639,66 @@ def _freeze(
     planned = _plan_of(document, run.params)
     points = len(planned.points)
     chunk_points = int(run.params.get("chunk_points") or _chunk_size(points=points, layouts_per_point=1))
-    job = {
-        "input_hash": _sweep_hash(document=document, planned=planned, prices_for=inputs.pricing),
+    key = _sweep_hash(document=document, planned=planned, prices_for=inputs.pricing)
+    chunks_total = math.ceil(points / chunk_points)
+    job: dict[str, Any] = {
+        "input_hash": key,
         "document": document,
         "pricing": inputs.pricing.to_json(),
         "inputs": snapshot,
         "chunk_points": chunk_points,
-        "chunks_total": math.ceil(points / chunk_points),
-        "chunks": {},
-        "claims": {},
+        "chunks_total": chunks_total,
     }
     params = {**run.params, "job": job}
-    held = Run.objects.filter(pk=run.pk, status=STATUS_RUNNING, claim_task_id=claim.task_id).update(
-        params=params, points_done=0, points_total=points, lease_expires_at=_lease()
-    )
-    if held != 1:
-        return None
+    with transaction.atomic():
+        held = Run.objects.filter(pk=run.pk, status=STATUS_RUNNING, claim_task_id=claim.task_id).update(
+            params=params, points_done=0, points_total=points, lease_expires_at=_lease()
+        )
+        if held != 1:
+            return None
+        SweepChunk.objects.filter(run_id=run.pk).delete()
+        SweepChunk.objects.bulk_create(
+            SweepChunk(run_id=run.pk, index=k, input_hash=key, max_attempts=run.max_attempts)
+            for k in range(chunks_total)
+        )
     return _job_of(run.pk, params, points)
 
 
+def _chunks_of(job: SweepJob) -> Any:
+    return SweepChunk.objects.filter(run_id=job.run_id, input_hash=job.input_hash)
+
+
 def _missing_chunks(run_id: int, job: SweepJob) -> list[int]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT COALESCE(ARRAY(SELECT jsonb_object_keys(params->'job'->'chunks')), '{}') "
-            "FROM scenarios_run WHERE id = %s",
-            [run_id],
-        )
-        row = cursor.fetchone()
-    recorded = {int(k) for k in (row[0] if row else [])}
-    return [k for k in range(job.chunks_total) if k not in recorded]
+    return list(
+        _chunks_of(job).exclude(status=STATUS_SUCCEEDED).order_by("index").values_list("index", flat=True)
+    )
 
 
 def _recorded(run_id: int, chunk: int) -> bool:
-    return Run.objects.filter(pk=run_id, params__job__chunks__has_key=str(chunk)).exists()
+    return SweepChunk.objects.filter(run_id=run_id, index=chunk, status=STATUS_SUCCEEDED).exists()
 
 
 def _chunk_record(*, job: SweepJob, chunk: int, rows: list[dict[str, Any]]) -> bool:
-    """Record a chunk's rows and count its points, once: the UPDATE matches only while the run is running
-    on the same frozen inputs and the chunk is not recorded yet. True if this call recorded it."""
-    updated = (
-        Run.objects.filter(pk=job.run_id, status=STATUS_RUNNING, params__job__input_hash=job.input_hash)
-        .exclude(params__job__chunks__has_key=str(chunk))
-        .update(
-            params=_jsonb_set(("job", "chunks", str(chunk)), rows),
-            points_done=F("points_done") + len(rows),
-            lease_expires_at=_lease(),
+    """Record a chunk's rows and count its points, once: the conditional UPDATE matches only while the run
+    is running, the chunk belongs to the same frozen inputs and is not recorded yet. True if this call
+    recorded it."""
+    with transaction.atomic():
+        updated = (
+            _chunks_of(job)
+            .filter(index=chunk, run__status=STATUS_RUNNING)
+            .exclude(status=STATUS_SUCCEEDED)
+            .update(
+                status=STATUS_SUCCEEDED,
+                rows=rows,
+                finished_at=timezone.now(),
+                lease_expires_at=None,
+                error="",
+            )
         )
-    )
+        if updated == 1:
+            Run.objects.filter(pk=job.run_id).update(
+                points_done=F("points_done") + len(rows), lease_expires_at=_lease()
+            )
     return updated == 1
 
 
@@ -780,56 +787,36 @@ def sweep_begin(*, run_id: int, claim: execution.Claim) -> str:
 
 
 def chunk_claim(*, run_id: int, chunk: int, input_hash: str, claim: execution.Claim) -> str:
-    """Take a chunk for this delivery under the run's row lock, counting attempts as the run claim does:
+    """Take a chunk for this delivery with the run claim's conditional UPDATEs (``execution.claim_rows``):
     a new delivery or a redelivery of the same message (its worker died) is an attempt; our own retry after
-    a database or broker error (same task, another retry count) is not. Past ``max_attempts`` the run
-    fails with the reason."""
-    key = str(chunk)
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT status, max_attempts, params->'job'->>'input_hash', "
-                "COALESCE((params->'job'->'chunks') ? %s, false), params->'job'->'claims'->%s "
-                "FROM scenarios_run WHERE id = %s FOR UPDATE",
-                [key, key, run_id],
-            )
-            row = cursor.fetchone()
-        if row is None:
-            return CHUNK_GONE
-        status, max_attempts, frozen_hash, recorded, held = row
-        if status != STATUS_RUNNING:
-            return CHUNK_FINISHED
-        if frozen_hash != input_hash:
-            return CHUNK_STALE
-        if recorded:
-            return CHUNK_DONE
-        previous: dict[str, Any] = (
-            held if isinstance(held, dict) else (json.loads(held) if isinstance(held, str) else {})
-        )
-        attempts = int(previous.get("attempts", 0))
-        own_retry = (
-            previous.get("task") == claim.task_id and int(previous.get("retries", -1)) != claim.retries
-        )
-        if not own_retry:
-            attempts += 1
-        if attempts > int(max_attempts):
-            Run.objects.filter(pk=run_id, status=STATUS_RUNNING).update(
-                status=STATUS_FAILED,
-                finished_at=timezone.now(),
-                lease_expires_at=None,
-                error=(
-                    f"gave up after {attempts - 1} attempts at points chunk {chunk}: the worker solving it was "
-                    "lost each time (killed, out of memory, or over the hard time limit) before it finished"
-                ),
-            )
-            return CHUNK_CAPPED
-        Run.objects.filter(pk=run_id).update(
-            params=_jsonb_set(
-                ("job", "claims", key),
-                {"task": claim.task_id, "retries": claim.retries, "attempts": attempts},
-            ),
-            lease_expires_at=_lease(),
-        )
+    a database or broker error (same task, another retry count) is not; a chunk that a live delivery holds
+    is BUSY. Past ``max_attempts`` the chunk and its run fail with the reason."""
+    run = Run.objects.filter(pk=run_id).values_list("status", "params__job__input_hash").first()
+    if run is None:
+        return CHUNK_GONE
+    if run[0] != STATUS_RUNNING:
+        return CHUNK_FINISHED
+    if run[1] != input_hash:
+        return CHUNK_STALE
+    row = (
+        SweepChunk.objects.filter(run_id=run_id, index=chunk, input_hash=input_hash)
+        .values_list("pk", "status")
+        .first()
+    )
+    if row is None:
+        return CHUNK_STALE
+    if row[1] == STATUS_SUCCEEDED:
+        return CHUNK_DONE
+    state = execution.claim_rows(
+        table=SweepChunk._meta.db_table, ids=[row[0]], claim=claim, gave_up=_CHUNK_GAVE_UP_SQL
+    )[row[0]]
+    if state == execution.CAPPED:
+        error = SweepChunk.objects.values_list("error", flat=True).get(pk=row[0])
+        _fail_running(run_id=run_id, error=f"points chunk {chunk}: {error}")
+        return CHUNK_CAPPED
+    if state == execution.BUSY:
+        return CHUNK_DONE if _recorded(run_id, chunk) else execution.BUSY
+    Run.objects.filter(pk=run_id, status=STATUS_RUNNING).update(lease_expires_at=_lease())
     return CHUNK_GO
 
 
@@ -865,15 +852,17 @@ def chunk_execute(*, run_id: int, chunk: int, input_hash: str, claim: execution.
 
 def sweep_complete(*, run_id: int, input_hash: str) -> bool:
     """True while the run is running on these inputs and every chunk is recorded."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT status, params->'job'->>'input_hash', (params->'job'->>'chunks_total')::int, "
-            "(SELECT count(*) FROM jsonb_object_keys(COALESCE(params->'job'->'chunks', '{}'::jsonb))) "
-            "FROM scenarios_run WHERE id = %s",
-            [run_id],
-        )
-        row = cursor.fetchone()
-    return bool(row) and row[0] == STATUS_RUNNING and row[1] == input_hash and row[3] >= (row[2] or 0) > 0
+    run = (
+        Run.objects.filter(pk=run_id)
+        .values_list("status", "params__job__input_hash", "params__job__chunks_total")
+        .first()
+    )
+    if run is None or run[0] != STATUS_RUNNING or run[1] != input_hash:
+        return False
+    recorded = SweepChunk.objects.filter(
+        run_id=run_id, input_hash=input_hash, status=STATUS_SUCCEEDED
+    ).count()
+    return recorded >= int(run[2] or 0) > 0
 
 
 def _best_point(rows: Sequence[Mapping[str, Any]], objective: str) -> dict[str, Any] | None:
@@ -943,8 +932,8 @@ def sweep_report(
 
 
 def _rows_of(run_id: int) -> list[dict[str, Any]]:
-    chunks = Run.objects.filter(pk=run_id).values_list("params__job__chunks", flat=True).first() or {}
-    return [row for key in sorted(chunks, key=int) for row in chunks[key]]
+    recorded = SweepChunk.objects.filter(run_id=run_id, status=STATUS_SUCCEEDED).order_by("index")
+    return [row for rows in recorded.values_list("rows", flat=True) for row in rows or []]
 
 
 def sweep_finish(*, run_id: int) -> str:
@@ -972,9 +961,9 @@ def sweep_finish(*, run_id: int) -> str:
     stored = execution.results_store(
         solved=[execution.Solved(run=run, inputs=inputs, report=report)], claim=None
     )[run.pk]
-    # The rows now live in the result; the run row keeps only the chunk count, so that reading runs
-    # (lists, progress polls) does not carry a sweep's rows along.
-    Run.objects.filter(pk=run_id, result_id=stored.result_id).update(params=_jsonb_set(("job", "chunks"), {}))
+    # The rows now live in the result: the chunks are dropped once the run links it.
+    if Run.objects.filter(pk=run_id, result_id=stored.result_id).exists():
+        SweepChunk.objects.filter(run_id=run_id).delete()
     log.info("sweep run %s stored as result %s (created: %s)", run_id, stored.result_id, stored.created)
     return "succeeded"
 
