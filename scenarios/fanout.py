@@ -23,7 +23,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from scenarios import adapters, conf, execution, pricing, queue
+from scenarios import adapters, conf, pricing, queue
 from scenarios.models import (
     DEFAULT_MAX_ATTEMPTS,
     RUN_KIND_SOLVE,
@@ -38,6 +38,7 @@ from scenarios.models import (
     Result,
     SiteRevision,
 )
+from scenarios.runs import execute, store
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ FAN_OUT_BATCH = 1000
 
 def _flush(candidates: list[tuple[PlanRow, int | None, str]], trigger: str) -> tuple[int, int]:
     run_ids = _create_runs(candidates=candidates, trigger=trigger)
-    return len(run_ids), execution.enqueue_runs(run_ids=run_ids)
+    return len(run_ids), execute.enqueue_runs(run_ids=run_ids)
 
 
 @dataclass(frozen=True)
@@ -227,7 +228,7 @@ def _resolved_hash_or_blank(document: dict[str, Any]) -> str:
     from solvers import ScenarioError
 
     try:
-        return execution.input_hash_of(document)
+        return store.input_hash_of(document)
     except ScenarioError:
         return ""
 
@@ -418,7 +419,7 @@ def plans_recheck(*, trigger: str = TRIGGER_SCHEDULE) -> FanOut:
         )
     candidates = [c for c in candidates if (c[0].pk, resolved[c[0].pk]) not in solved]
     run_ids = _create_runs(candidates=candidates, trigger=trigger)
-    messages = execution.enqueue_runs(run_ids=run_ids)
+    messages = execute.enqueue_runs(run_ids=run_ids)
     outcome = FanOut(
         price_book_id=None,
         plans_checked=checked,

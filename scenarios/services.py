@@ -11,7 +11,7 @@ import difflib
 import functools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
@@ -21,6 +21,12 @@ from django.utils import timezone
 
 from scenarios import adapters, pricing
 from scenarios.errors import ScenarioInUse
+
+# The plan's inputs (rows and price books to a document) live in ``scenarios.inputs``; re-exported here.
+from scenarios.inputs import PlanInputs as PlanInputs
+from scenarios.inputs import plan_base_document as plan_base_document
+from scenarios.inputs import plan_document as plan_document
+from scenarios.inputs import plan_inputs as plan_inputs
 from scenarios.models import (
     EVENT_PRICE_BOOK_PUBLISHED,
     PRICE_MODE_PATCH,
@@ -54,7 +60,6 @@ from solvers.prices import (
     PRICE_ELECTRICITY,
     PRICE_FIELDS,
     PRICE_NODE,
-    Pricing,
     price_limits,
     provider_problem,
 )
@@ -373,69 +378,6 @@ def plan_archive(*, plan: Plan, user: UserLike) -> Plan:
     return plan
 
 
-@dataclass(frozen=True)
-class PlanInputs:
-    """Everything a solve of a plan rests on, resolved now: the priced ``document`` a solve uses, the
-    unpriced ``base_document`` and the ``pricing`` that priced it (a sweep sets its points' fields on the
-    base and prices each point with the same pricing, so a point that changes the accelerator or the
-    region gets that accelerator's and region's prices)."""
-
-    document: dict[str, Any]
-    prices: dict[str, dict[str, Any]]
-    revisions: adapters.PlanRevisions
-    sheet: pricing.PriceSheet
-    base_document: dict[str, Any] = field(default_factory=dict)
-    site_name: str | None = None
-    cloud_provider: str = ""
-
-    @property
-    def pricing(self) -> Pricing:
-        return Pricing(sheet=self.sheet, site_name=self.site_name, cloud_provider=self.cloud_provider)
-
-    def snapshot(self) -> dict[str, Any]:
-        books = {
-            "global": _book_snapshot(self.sheet.global_book),
-            "team": _book_snapshot(self.sheet.team_book),
-        }
-        return {
-            "document": self.document,
-            "prices": self.prices,
-            "price_books": books,
-            "revisions": self.revisions.snapshot(),
-        }
-
-
-def _book_snapshot(book: pricing.BookRef | None) -> dict[str, Any] | None:
-    return None if book is None else {"id": book.id, "version": book.version, "name": book.name}
-
-
-def plan_inputs(*, plan: Plan, sheet: pricing.PriceSheet | None = None) -> PlanInputs:
-    revisions = adapters.plan_revisions(plan=plan)
-    sheet = sheet if sheet is not None else pricing.sheet_for_team(team_id=plan.team_id)
-    base = adapters.scenario_document(plan=plan, revisions=revisions)
-    prices_for = Pricing(sheet=sheet, site_name=plan.site.name, cloud_provider=plan.cloud_provider)
-    document, prices = prices_for.apply(base)
-    return PlanInputs(
-        document=document,
-        prices=prices,
-        revisions=revisions,
-        sheet=sheet,
-        base_document=base,
-        site_name=prices_for.site_name,
-        cloud_provider=prices_for.cloud_provider,
-    )
-
-
-def plan_document(*, plan: Plan) -> dict[str, Any]:
-    """The resolved scenario document that a run of this plan would solve now, prices applied."""
-    return plan_inputs(plan=plan).document
-
-
-def plan_base_document(*, plan: Plan) -> dict[str, Any]:
-    """The plan's scenario document before prices are applied (what a sweep sets its fields on)."""
-    return adapters.scenario_document(plan=plan, revisions=adapters.plan_revisions(plan=plan))
-
-
 # --- Runs ---------------------------------------------------------------------------------------------
 
 
@@ -461,7 +403,7 @@ def run_submit(
     """A queued run, created in the caller's transaction and sent to the broker only once it commits
     (a rolled-back request leaves no message pointing at a row that does not exist). A broker that is down
     does not fail the request: the row is the work, and the sweeper sends it later (``scenarios.queue``)."""
-    from scenarios import execution
+    from scenarios.runs import execute
 
     if trigger not in {value for value, _ in TRIGGER_CHOICES}:
         raise ValidationError({"trigger": [f"must be one of {', '.join(v for v, _ in TRIGGER_CHOICES)}"]})
@@ -481,7 +423,7 @@ def run_submit(
         queued_at=now,
         enqueued_at=now,
     )
-    return RunRequested(run=run, sending=execution.enqueue_runs_on_commit(run_ids=[run.pk]))
+    return RunRequested(run=run, sending=execute.enqueue_runs_on_commit(run_ids=[run.pk]))
 
 
 def run_request(

@@ -21,6 +21,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from scenarios import execution, fanout
+from scenarios.runs import execute
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ def execute_runs(self: Any, run_ids: list[int]) -> dict[str, int]:
         # Nothing of the chunk was stored (one transaction). Its runs go back to the queue one per message,
         # each with a time budget of its own; a run that exceeds that alone fails with the reason.
         released = execution.runs_release(run_ids=run_ids, claim=claim)
-        execution.enqueue_runs(run_ids=released, chunk_size=1)
+        execute.enqueue_runs(run_ids=released, chunk_size=1)
         return {"released": len(released)}
     counts: dict[str, int] = {}
     for outcome in outcomes:

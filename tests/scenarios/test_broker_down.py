@@ -18,6 +18,7 @@ from rest_framework.test import APIClient
 
 from scenarios import execution, fanout, queue, services, tasks
 from scenarios.models import Membership, PriceFanOut, Run
+from scenarios.runs import execute
 from tests.scenarios.factories import CLUSTER_A100, make_plan, make_team, make_user
 
 pytestmark = pytest.mark.django_db
@@ -104,7 +105,7 @@ def test_a_run_requested_while_the_broker_is_down_is_accepted_and_sent_by_the_sw
 
     # The broker is back: the next sweep sends exactly this run, and the one after sends nothing more.
     sent: list[list[int]] = []
-    monkeypatch.setattr(execution, "enqueue_runs", _recorder(sent))
+    monkeypatch.setattr(execute, "enqueue_runs", _recorder(sent))
     with django_capture_on_commit_callbacks(execute=True):
         assert execution.runs_sweep().resent == 1
         assert execution.runs_sweep().resent == 0
@@ -163,7 +164,7 @@ def test_a_price_book_published_while_the_broker_is_down_re_runs_every_affected_
         assert execution.runs_sweep().fan_outs == 0  # just sent: not stale yet
     assert messages == [(queue.FAN_OUT_PRICES, [book_id])]
     sent: list[list[int]] = []
-    monkeypatch.setattr(execution, "enqueue_runs", _recorder(sent))
+    monkeypatch.setattr(execute, "enqueue_runs", _recorder(sent))
     assert tasks.fan_out_prices.apply(args=[book_id]).get() == {"plans_changed": 3, "runs_created": 3}
     assert sorted(Run.objects.values_list("plan_id", flat=True)) == sorted(p.pk for p in h100_plans)
     assert sorted(run_id for ids in sent for run_id in ids) == sorted(

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import time
 from typing import Any
@@ -66,7 +67,7 @@ def test_a_run_held_by_a_live_delivery_keeps_its_lease_while_it_solves(settings,
     monkeypatch.setitem(execution.EXECUTORS, "solve", slow)
     assert execution.run_execute(run_id=run.pk, claim=claim).status == "succeeded"
     assert len(set(leases)) >= 3, leases  # moved forward while the solve ran ...
-    assert all(lease > timezone.now() - execution.dt.timedelta(seconds=10) for lease in leases)
+    assert all(lease > timezone.now() - dt.timedelta(seconds=10) for lease in leases)
     # ... so the sweeper never took it for lost, although the solve outlived a whole lease.
     assert Run.objects.get(pk=run.pk).attempts == 1
 
