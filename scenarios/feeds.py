@@ -537,9 +537,9 @@ def _fail(feed: PriceFeed, status: str, errors: list[str], *, state: str) -> Pol
 
 def enqueue_poll(*, feed_id: int) -> None:
     """Queue a poll now (``force``: a disabled feed is polled too); raises when the broker is unreachable."""
-    from scenarios import tasks
+    from scenarios import queue
 
-    tasks.poll_price_feed.apply_async(args=[feed_id], kwargs={"force": True})
+    queue.send_kwargs(POLL_TASK, [feed_id], {"force": True})
 
 
 # --- Schedules (django-celery-beat rows) ----------------------------------------------------------------

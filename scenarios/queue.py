@@ -72,6 +72,13 @@ def send(name: str, args: Sequence[Any], *, producer: Any = None) -> None:
     )
 
 
+def send_kwargs(name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+    """``send`` with keyword arguments too (a poll asked for now: ``force``)."""
+    current_app.send_task(
+        name, args=list(args), kwargs=kwargs, retry=True, retry_policy=RETRY_POLICY, **NO_TIME_LIMIT
+    )
+
+
 def send_many(messages: Iterable[tuple[str, Sequence[Any]]]) -> int:
     """Send several messages over one broker connection; returns how many were sent."""
     sent = 0

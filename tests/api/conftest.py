@@ -115,8 +115,8 @@ def with_fresh_clients(world: World) -> World:
 @pytest.fixture
 def no_broker(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing goes to a broker: runs and sweeps are executed in process by the test (tests.api.inprocess)."""
-    from scenarios import search_jobs
+    from scenarios.jobs import requests
     from scenarios.runs import execute
 
     monkeypatch.setattr(execute, "enqueue_runs", lambda **_: 0)
-    monkeypatch.setattr(search_jobs.sweep_start, "apply_async", lambda **_: None)
+    monkeypatch.setattr(requests, "send_start", lambda run_id: None)

@@ -97,20 +97,17 @@ def test_messages_carry_no_time_limit_whoever_sends_them(monkeypatch) -> None:
 def test_a_sweep_chunk_over_its_time_limit_says_it_timed_out(monkeypatch, claim) -> None:
     from celery.exceptions import SoftTimeLimitExceeded
 
-    from scenarios import search_jobs
+    from scenarios import search_jobs, tasks
+    from scenarios.jobs import requests, sweep
 
     plan = make_plan(team=make_team())
-    monkeypatch.setattr(search_jobs.sweep_start, "apply_async", lambda *a, **k: None)
+    monkeypatch.setattr(requests, "send_start", lambda run_id: None)
     sent: list[Any] = []
-
-    class Group:
-        def __init__(self, signatures: Any) -> None:
-            sent.extend(s.args for s in signatures)
-
-        def apply_async(self) -> None:
-            return None
-
-    monkeypatch.setattr(search_jobs, "group", Group)
+    monkeypatch.setattr(
+        sweep,
+        "send_chunks",
+        lambda *, run_id, chunks, input_hash: sent.extend((run_id, c, input_hash) for c in chunks),
+    )
     run = search_jobs.sweep_request(
         plan=plan,
         user=None,
@@ -122,9 +119,9 @@ def test_a_sweep_chunk_over_its_time_limit_says_it_timed_out(monkeypatch, claim)
     def too_slow(*_: Any) -> Any:
         raise SoftTimeLimitExceeded()
 
-    monkeypatch.setattr(search_jobs, "_solve_chunk", too_slow)
+    monkeypatch.setattr(sweep, "_solve_chunk", too_slow)
     run_id, chunk, input_hash = sent[0]
-    assert search_jobs.sweep_chunk.apply(args=[run_id, chunk, input_hash]).get() == "failed"
+    assert tasks.sweep_chunk.apply(args=[run_id, chunk, input_hash]).get() == "failed"
     failed = Run.objects.get(pk=run.pk)
     assert failed.status == "failed"
     assert f"points chunk {chunk} timed out" in failed.error and "solver error" not in failed.error

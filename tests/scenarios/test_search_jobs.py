@@ -13,7 +13,9 @@ from django.core.exceptions import ValidationError
 
 from scenarios import execution, search_jobs, services
 from scenarios.execution import Claim
+from scenarios.jobs import requests, search, sweep
 from scenarios.models import Result, Run, SweepChunk
+from scenarios.runs import claims
 from tests.conftest import wait_for, wait_until_ready
 from tests.scenarios.factories import make_plan, make_scenario, make_team
 
@@ -47,21 +49,17 @@ def chunks_sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, str]]:
     """Record the chunk tasks a sweep start fans out instead of sending them."""
     calls: list[tuple[int, int, str]] = []
 
-    class FakeGroup:
-        def __init__(self, signatures: Any) -> None:
-            self.signatures = list(signatures)
+    def send_chunks(*, run_id: int, chunks: Any, input_hash: str) -> None:
+        calls.extend((run_id, chunk, input_hash) for chunk in chunks)
 
-        def apply_async(self) -> None:
-            calls.extend(tuple(s.args) for s in self.signatures)
-
-    monkeypatch.setattr(search_jobs, "group", FakeGroup)
+    monkeypatch.setattr(sweep, "send_chunks", send_chunks)
     return calls
 
 
 @pytest.fixture
 def starts_sent(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
-    monkeypatch.setattr(search_jobs.sweep_start, "apply_async", lambda args, **_: calls.append(args[0]))
+    monkeypatch.setattr(requests, "send_start", calls.append)
     return calls
 
 
@@ -197,10 +195,10 @@ def test_a_search_run_stores_a_versioned_result_apart_from_the_solve(
 
 @pytest.mark.django_db
 def test_search_progress_is_written_while_the_engine_runs(sent, monkeypatch) -> None:
-    monkeypatch.setattr(search_jobs, "SEARCH_PROGRESS_PERIOD_S", 0.0)
+    monkeypatch.setattr(search, "SEARCH_PROGRESS_PERIOD_S", 0.0)
     monkeypatch.setattr("solvers.search.EVAL_CHUNK_LAYOUTS", 64)
     seen: list[tuple[int, int]] = []
-    original = execution.run_progress
+    original = claims.run_progress
 
     def spy(**kwargs: Any) -> bool:
         ok = original(**kwargs)
@@ -208,7 +206,7 @@ def test_search_progress_is_written_while_the_engine_runs(sent, monkeypatch) -> 
         seen.append(row)
         return ok
 
-    monkeypatch.setattr(execution, "run_progress", spy)
+    monkeypatch.setattr(claims, "run_progress", spy)
     plan = make_plan(team=make_team())
     run = search_jobs.search_request(plan=plan, user=None, space=SPACE)
     assert execution.run_execute(run_id=run.pk, claim=_claim()).status == "succeeded"
