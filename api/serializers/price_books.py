@@ -197,11 +197,12 @@ class PriceBookPublishedSerializer(PriceBookDetailSerializer):
     changes = PriceBookChangesSerializer(read_only=True)
     plans_to_rerun = serializers.IntegerField(read_only=True)
     fan_out = serializers.ChoiceField(
-        choices=["queued", "deferred"],
+        choices=["queued", "deferred", "none"],
         read_only=True,
         help_text=(
             "The re-runs are recorded with the book either way. queued: sent to the workers' broker. "
-            "deferred: the broker was unreachable; the sweeper sends them once it is back."
+            "deferred: the broker was unreachable; the sweeper sends them once it is back. none: a book "
+            "published without re-runs (not through this endpoint)."
         ),
     )
 
