@@ -4,6 +4,9 @@
 * a dedicated Redis restarted without persistence with 50 runs queued -> all complete via the sweeper;
 * PostgreSQL unreachable for 5 s (a proxy the test cuts) during solves -> every run completes;
 * a run that kills its worker every time ends failed after 3 attempts, with the reason;
+* a price book published while a dedicated Redis is down -> the publish succeeds with its fan-out deferred,
+  and once Redis is back the shipped beat sweeper (every 30 s, shipped lease) re-runs each affected plan
+  exactly once (12 runs, 12 results);
 * after each: result versions per plan are 1..n without gaps or duplicates, and UPDATE/DELETE on results
   fail at the database.
 
@@ -233,4 +236,45 @@ def test_a_run_that_kills_its_worker_every_time_ends_failed_after_3_attempts(wor
     assert bad.error.startswith("gave up after 3 attempts: the worker running this run was lost each time")
     assert good.status == "succeeded"
     assert not Result.objects.filter(plan=crasher).exists()
+    assert_results_intact(expected_versions=1)
+
+
+def test_a_price_book_published_while_redis_is_down_re_runs_every_affected_plan_once(
+    worker_factory, dedicated_redis, tmp_path
+) -> None:
+    """The shipped sweeper schedule (beat, every 30 s) and the shipped lease: nothing here sweeps."""
+    from scenarios.models import PriceFanOut
+    from tests.scenarios.beat import running_beat
+
+    plans = make_plans(12)
+    team = plans[0].team
+    h100 = {"kind": "accelerator", "key": "h100-sxm"}
+    services.price_book_publish(
+        team=team, user=None, name="v1", entries=[{**h100, "value": 25000}], fan_out="none"
+    )
+    worker = worker_factory(concurrency=2, env={"REDIS_URL": dedicated_redis.url}, extra_args=HOOKS)
+    with running_beat(tmp_path) as beat:
+        dedicated_redis.stop()
+        started = time.monotonic()
+        book = services.price_book_publish(
+            team=team, user=None, name="cut", entries=[{**h100, "value": 19000}]
+        )
+        assert time.monotonic() - started < 5  # the publish does not wait for the broker
+        assert services.fan_out_state(book=book) == "deferred"
+        assert not Run.objects.exists()
+        time.sleep(3)
+        dedicated_redis.start()
+        back_at = time.monotonic()
+        assert wait_for(lambda: succeeded() == 12, timeout_s=180, interval_s=1), (
+            {s: Run.objects.filter(status=s).count() for s in ("queued", "running", "succeeded", "failed")},
+            beat.poll(),
+            worker.log()[-3000:],
+        )
+        print(f"every affected plan re-ran {time.monotonic() - back_at:.1f} s after Redis came back")
+    assert Run.objects.count() == 12
+    assert set(Run.objects.values_list("trigger", flat=True)) == {"price_change"}
+    assert sorted(Run.objects.values_list("plan_id", flat=True)) == sorted(p.pk for p in plans)
+    fan_out = PriceFanOut.objects.get(pk=book.pk)
+    assert fan_out.done_at is not None and (fan_out.runs_created, fan_out.plans_changed) == (12, 12)
+    assert Result.objects.count() == 12
     assert_results_intact(expected_versions=1)
