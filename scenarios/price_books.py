@@ -426,15 +426,12 @@ def published_summary(*, book: PriceBook) -> dict[str, Any]:
 
 
 def fan_out_state(*, book: PriceBook) -> str:
-    """How the book's re-runs stand after its publish committed: "queued" (the message reached the
-    broker, or the runs are created), "deferred" (the broker was down: the sweeper sends it later), "none"
-    (published with ``fan_out="none"``: no re-runs)."""
+    """The book's re-runs after its publish committed: "queued" (sent, or done), "deferred" (the broker was
+    down: the sweeper sends them later), "none" (published with ``fan_out="none"``)."""
     fan_out = PriceFanOut.objects.filter(pk=book.pk).values_list("enqueued_at", "done_at").first()
     if fan_out is None:
         return "none"
-    if fan_out[0] is None and fan_out[1] is None:
-        return "deferred"
-    return "queued"
+    return "deferred" if fan_out[0] is None and fan_out[1] is None else "queued"
 
 
 def price_book_publish(
