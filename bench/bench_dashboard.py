@@ -67,8 +67,9 @@ def _seed(plans: int) -> tuple[Any, list[int]]:
     from django.contrib.auth import get_user_model
 
     from scenarios import execution, services
+    from scenarios.runs import execute
 
-    execution.enqueue_runs = lambda **_: 0  # executed below, not via a broker
+    execute.enqueue_runs = lambda **_: 0  # executed below, not via a broker
     user = get_user_model().objects.create_user(username="bench", password=secrets.token_urlsafe(16))
     team = services.team_create(name="Bench", slug="bench", owner=user)
     cluster = services.scenario_create(

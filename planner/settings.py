@@ -308,8 +308,23 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# --- Scenarios: run execution (leases, time limits, sweeper, chunks) --------------------------------------
+# Time limits are the worker's own: messages carry none (scenarios.queue sends them without), so the process
+# that executes a run applies its SOLVE_TIME_LIMIT_S whoever enqueued it. The soft limit (which fails the run
+# or chunk with the reason) is 90% of the hard one (which kills the child).
 CELERY_TASK_TIME_LIMIT = SOLVE_TIME_LIMIT_S
-CELERY_TASK_SOFT_TIME_LIMIT = max(SOLVE_TIME_LIMIT_S - 30, 1)
+CELERY_TASK_SOFT_TIME_LIMIT = max(1, int(SOLVE_TIME_LIMIT_S * 0.9))
+# A claimed run is held for RUN_LEASE_S and the worker renews the lease every third of it while the run
+# executes, so a dead worker's run is taken back by the sweeper (every 30 s) within lease + 30 s.
+RUN_LEASE_S = env_int("RUN_LEASE_S", 20)
+# A queued run (or price fan-out) whose message went out this long ago without being claimed is sent again.
+SWEEP_QUEUED_AFTER_S = env_int("SWEEP_QUEUED_AFTER_S", 60)
+RUN_CHUNK_SIZE = env_int("RUN_CHUNK_SIZE", 50)  # runs per message when many are enqueued at once
+SWEEP_BATCH_LIMIT = env_int("SWEEP_BATCH_LIMIT", 5000)  # rows the sweeper takes per kind and tick
+SWEEP_CHUNK_POINTS = env_int("SWEEP_CHUNK_POINTS", 20)  # sweep points per chunk task (at most)
+SWEEP_CHUNK_LAYOUTS = env_int("SWEEP_CHUNK_LAYOUTS", 2_000_000)  # layouts a chunk evaluates (at most)
+SWEEP_MIN_CHUNKS = env_int("SWEEP_MIN_CHUNKS", 16)  # chunks a sweep is cut into when it has enough points
+# --- end scenarios --------------------------------------------------------------------------------------
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE

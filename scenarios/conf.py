@@ -1,37 +1,28 @@
-"""Tunables of run execution, read at call time: a Django setting of the same name wins, then the
-environment variable, then the default (so tests and worker subprocesses can shorten them)."""
+"""Tunables of run execution, read from Django settings at call time (``planner.settings`` reads them from
+the environment), so tests can shorten them with the ``settings`` fixture and worker subprocesses with env."""
 
 from __future__ import annotations
-
-import os
 
 from django.conf import settings
 
 
-def _int(name: str, default: int) -> int:
-    value = getattr(settings, name, None)
-    if value is None:
-        raw = os.environ.get(name, "")
-        value = int(raw) if raw.strip() else default
-    return int(value)
-
-
 def run_lease_s() -> int:
-    """How long a claimed run stays claimed before the sweeper may hand it to another worker. It outlives
-    the hard time limit, so a live worker never loses a run it is still allowed to solve."""
-    return _int("RUN_LEASE_S", int(getattr(settings, "SOLVE_TIME_LIMIT_S", 300)) + 60)
+    """How long a claimed run stays claimed without a renewal. The worker renews it every third of this
+    while the run executes (``scenarios.runs.lease``), so a live worker keeps its runs however long they
+    take, and the sweeper takes a dead worker's runs back within a lease plus one sweeper period."""
+    return max(3, int(settings.RUN_LEASE_S))
 
 
 def sweep_queued_after_s() -> int:
-    """A queued run whose message was sent this long ago without a worker claiming it is sent again
-    (Redis keeps nothing on disk; a restart loses every queued message)."""
-    return _int("SWEEP_QUEUED_AFTER_S", 60)
+    """A queued run or price fan-out whose message was sent this long ago without a worker claiming it is
+    sent again (Redis keeps nothing on disk; a restart loses every queued message)."""
+    return int(settings.SWEEP_QUEUED_AFTER_S)
 
 
 def run_chunk_size() -> int:
     """Runs per Celery message when many are enqueued at once (price fan-out, sweeper, nightly)."""
-    return _int("RUN_CHUNK_SIZE", 50)
+    return max(1, int(settings.RUN_CHUNK_SIZE))
 
 
 def sweep_batch_limit() -> int:
-    return _int("SWEEP_BATCH_LIMIT", 5000)
+    return int(settings.SWEEP_BATCH_LIMIT)

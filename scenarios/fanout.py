@@ -12,6 +12,7 @@ those plans and the publish answer counts them (``plans_to_rerun``).
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 from collections.abc import Iterable, Iterator
@@ -19,9 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
-from scenarios import adapters, execution, pricing
+from scenarios import adapters, conf, pricing, queue
 from scenarios.models import (
     DEFAULT_MAX_ATTEMPTS,
     RUN_KIND_SOLVE,
@@ -32,9 +34,11 @@ from scenarios.models import (
     ModelRevision,
     Plan,
     PriceBook,
+    PriceFanOut,
     Result,
     SiteRevision,
 )
+from scenarios.runs import execute, store
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +48,7 @@ FAN_OUT_BATCH = 1000
 
 def _flush(candidates: list[tuple[PlanRow, int | None, str]], trigger: str) -> tuple[int, int]:
     run_ids = _create_runs(candidates=candidates, trigger=trigger)
-    return len(run_ids), execution.enqueue_runs(run_ids=run_ids)
+    return len(run_ids), execute.enqueue_runs(run_ids=run_ids)
 
 
 @dataclass(frozen=True)
@@ -57,10 +61,47 @@ class FanOut:
     elapsed_s: float
 
 
-def enqueue_price_fan_out(*, price_book_id: int) -> None:
-    from scenarios import tasks
+def _mark_fan_out_unsent(price_book_id: int) -> None:
+    PriceFanOut.objects.filter(pk=price_book_id, done_at__isnull=True).update(enqueued_at=None)
 
-    tasks.fan_out_prices.delay(price_book_id)
+
+def enqueue_price_fan_out(*, price_book_id: int) -> queue.Sending:
+    """Send the book's fan-out once the publishing transaction commits. The ``PriceFanOut`` row written
+    with the book is the work; with the broker down the publish still succeeds and the sweeper sends it."""
+    return queue.on_commit(
+        lambda: queue.send(queue.FAN_OUT_PRICES, [price_book_id]),
+        on_broker_down=lambda: _mark_fan_out_unsent(price_book_id),
+    )
+
+
+def _fan_out_take(*, price_book_id: int, delivery: bool) -> bool:
+    """Take the book's fan-out row for this process with one conditional UPDATE (not done, no live lease),
+    creating it for a book published before fan-outs were rows. A task delivery that does not get it
+    stops; a direct call (management command, ``fan_out="sync"``) goes on regardless: repeating the work
+    creates no duplicate run."""
+    now = timezone.now()
+    lease = now + dt.timedelta(seconds=conf.run_lease_s())
+    PriceFanOut.objects.get_or_create(price_book_id=price_book_id, defaults={"enqueued_at": now})
+    taken = (
+        PriceFanOut.objects.filter(pk=price_book_id, done_at__isnull=True)
+        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+        .update(lease_expires_at=lease, attempts=F("attempts") + 1)
+    )
+    return bool(taken) or not delivery
+
+
+def _fan_out_renew(price_book_id: int) -> None:
+    lease = timezone.now() + dt.timedelta(seconds=conf.run_lease_s())
+    PriceFanOut.objects.filter(pk=price_book_id, done_at__isnull=True).update(lease_expires_at=lease)
+
+
+def _fan_out_done(outcome: FanOut) -> None:
+    PriceFanOut.objects.filter(pk=outcome.price_book_id).update(
+        done_at=timezone.now(),
+        lease_expires_at=None,
+        plans_changed=outcome.plans_changed,
+        runs_created=F("runs_created") + outcome.runs_created,
+    )
 
 
 def previous_book(book: PriceBook) -> PriceBook | None:
@@ -187,7 +228,7 @@ def _resolved_hash_or_blank(document: dict[str, Any]) -> str:
     from solvers import ScenarioError
 
     try:
-        return execution.input_hash_of(document)
+        return store.input_hash_of(document)
     except ScenarioError:
         return ""
 
@@ -289,15 +330,24 @@ def plans_to_rerun(*, book: PriceBook) -> int:
     return sum(1 for _, sheet in plans_with_price_changes(book=book) if sheet is not None)
 
 
-def price_book_fan_out(*, price_book_id: int) -> FanOut:
+def price_book_fan_out(*, price_book_id: int, delivery: bool = False) -> FanOut:
     """Re-run every live plan whose resolved prices differ between the book's predecessor and the book
-    (``plans_with_price_changes``)."""
+    (``plans_with_price_changes``), then mark the book's ``PriceFanOut`` done. ``delivery``: called for a
+    broker message, which skips a fan-out that is done or that another delivery holds (returns
+    ``plans_checked=0``); the lease is renewed per batch, so a dead worker's fan-out is sent again."""
     started = time.perf_counter()
     book = PriceBook.objects.get(pk=price_book_id)
+    if not _fan_out_take(price_book_id=book.pk, delivery=delivery):
+        log.info("price fan-out of book %s: done or held by another delivery", book.pk)
+        return FanOut(book.pk, 0, 0, 0, 0, time.perf_counter() - started)
     checked = changed = runs_created = messages = 0
     candidates: list[tuple[PlanRow, int | None, str]] = []
+    renewed_at = time.monotonic()
     for plan, new_sheet in plans_with_price_changes(book=book):
         checked += 1
+        if time.monotonic() - renewed_at > conf.run_lease_s() / 3:
+            _fan_out_renew(book.pk)  # a long comparison keeps its lease, or the sweeper would send it again
+            renewed_at = time.monotonic()
         if new_sheet is None:
             continue
         priced, _ = pricing.apply_prices(
@@ -323,6 +373,7 @@ def price_book_fan_out(*, price_book_id: int) -> FanOut:
         messages=messages,
         elapsed_s=time.perf_counter() - started,
     )
+    _fan_out_done(outcome)
     log.info("price fan-out %s", outcome)
     return outcome
 
@@ -368,7 +419,7 @@ def plans_recheck(*, trigger: str = TRIGGER_SCHEDULE) -> FanOut:
         )
     candidates = [c for c in candidates if (c[0].pk, resolved[c[0].pk]) not in solved]
     run_ids = _create_runs(candidates=candidates, trigger=trigger)
-    messages = execution.enqueue_runs(run_ids=run_ids)
+    messages = execute.enqueue_runs(run_ids=run_ids)
     outcome = FanOut(
         price_book_id=None,
         plans_checked=checked,

@@ -1,4 +1,6 @@
-"""Celery tasks: a thin interface over ``scenarios.execution`` and ``scenarios.fanout``. Tasks take ids.
+"""Every Celery task of the scenarios wing: ids in, one call out (``scenarios.runs``, ``scenarios.fanout``,
+``scenarios.jobs``, ``scenarios.feeds``). Messages are sent by name (``scenarios.queue``), so nothing below
+this module imports it.
 
 Late acks and reject-on-worker-lost (planner.celery) make the broker redeliver a message whose worker died;
 the claim in Postgres decides whether a delivery may run. Database and broker errors retry with exponential
@@ -20,7 +22,10 @@ from kombu.exceptions import OperationalError as BrokerOperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from scenarios import execution, fanout
+from scenarios import execution, fanout, feeds
+from scenarios.jobs import sweep
+from scenarios.models import STATUS_FAILED
+from scenarios.runs import execute
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +86,7 @@ def execute_runs(self: Any, run_ids: list[int]) -> dict[str, int]:
         # Nothing of the chunk was stored (one transaction). Its runs go back to the queue one per message,
         # each with a time budget of its own; a run that exceeds that alone fails with the reason.
         released = execution.runs_release(run_ids=run_ids, claim=claim)
-        execution.enqueue_runs(run_ids=released, chunk_size=1)
+        execute.enqueue_runs(run_ids=released, chunk_size=1)
         return {"released": len(released)}
     counts: dict[str, int] = {}
     for outcome in outcomes:
@@ -91,15 +96,22 @@ def execute_runs(self: Any, run_ids: list[int]) -> dict[str, int]:
 
 @shared_task(name="scenarios.sweep_runs", **RETRY_OPTIONS)
 def sweep_runs() -> dict[str, int]:
-    """Beat: re-send queued runs Redis may have lost and recover runs whose lease expired."""
+    """Beat: re-send queued runs and price fan-outs Redis may have lost (or that were never sent because the
+    broker was down) and recover runs whose lease expired."""
     report = execution.runs_sweep()
-    return {"resent": report.resent, "expired": report.expired, "failed": report.failed}
+    return {
+        "resent": report.resent,
+        "expired": report.expired,
+        "failed": report.failed,
+        "fan_outs": report.fan_outs,
+    }
 
 
 @shared_task(name="scenarios.fan_out_prices", **RETRY_OPTIONS)
 def fan_out_prices(price_book_id: int) -> dict[str, Any]:
-    """After a price book is published: re-run the plans whose resolved prices changed."""
-    outcome = fanout.price_book_fan_out(price_book_id=price_book_id)
+    """After a price book is published (or the sweeper re-sent its pending ``PriceFanOut``): re-run the
+    plans whose resolved prices changed."""
+    outcome = fanout.price_book_fan_out(price_book_id=price_book_id, delivery=True)
     return {"plans_changed": outcome.plans_changed, "runs_created": outcome.runs_created}
 
 
@@ -110,15 +122,31 @@ def nightly_recheck() -> dict[str, Any]:
     return {"plans_checked": outcome.plans_checked, "runs_created": outcome.runs_created}
 
 
-from scenarios import search_jobs  # noqa: E402,F401  (registers the search and sweep tasks)
-
-
 @shared_task(name="scenarios.poll_price_feed", **RETRY_OPTIONS)
 def poll_price_feed(feed_id: int, force: bool = False) -> dict[str, Any]:
     """Beat (each feed's own schedule) or a poll asked for now: read the feed's source and publish its
     prices when they changed (``scenarios.feeds.poll``). A failed read or refused content is recorded on
     the feed and raises ``price_feed.failed``; it is not retried (the next scheduled poll reads again)."""
-    from scenarios import feeds
-
     outcome = feeds.poll(feed_id=feed_id, force=force)
     return {"status": outcome.status, "book": outcome.book_id, "errors": list(outcome.errors)}
+
+
+@shared_task(name="scenarios.sweep_start", bind=True, **RETRY_OPTIONS)
+def sweep_start(self: Any, run_id: int) -> str:
+    """Claim a sweep, freeze its inputs and send one message per chunk of its points."""
+    claim = _claim(self)
+    try:
+        return sweep.sweep_begin(run_id=run_id, claim=claim)
+    except SoftTimeLimitExceeded:
+        execution.run_fail(run_id=run_id, claim=claim, error=_time_limit_error())
+        return STATUS_FAILED
+
+
+@shared_task(name="scenarios.sweep_chunk", bind=True, **RETRY_OPTIONS)
+def sweep_chunk(self: Any, run_id: int, chunk: int, input_hash: str) -> str:
+    """Solve one chunk of a sweep's points; the chunk that completes the sweep stores its result."""
+    try:
+        return sweep.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=_claim(self))
+    except SoftTimeLimitExceeded:
+        sweep.fail_running(run_id=run_id, error=f"points chunk {chunk} timed out: {_time_limit_error()}")
+        return STATUS_FAILED

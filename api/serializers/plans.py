@@ -117,4 +117,11 @@ class PlanUpdateSerializer(PlanSerializer):
 class RunAcceptedSerializer(serializers.Serializer):
     run = serializers.IntegerField(help_text="Id of the queued run.")
     status = serializers.CharField()
+    queue = serializers.ChoiceField(
+        choices=["queued", "deferred"],
+        help_text=(
+            "queued: sent to the workers' broker. deferred: the broker was unreachable; the run is stored "
+            "and the sweeper sends it within about 30 s of the broker's return (do not repeat the request)."
+        ),
+    )
     url = serializers.URLField(help_text="Poll this URL for the run's status and result.")

@@ -196,9 +196,23 @@ class PriceBookPublishedSerializer(PriceBookDetailSerializer):
 
     changes = PriceBookChangesSerializer(read_only=True)
     plans_to_rerun = serializers.IntegerField(read_only=True)
+    fan_out = serializers.ChoiceField(
+        choices=["queued", "deferred", "none"],
+        read_only=True,
+        help_text=(
+            "The re-runs are recorded with the book either way. queued: sent to the workers' broker. "
+            "deferred: the broker was unreachable; the sweeper sends them once it is back. none: a book "
+            "published without re-runs (not through this endpoint)."
+        ),
+    )
 
     class Meta(PriceBookDetailSerializer.Meta):
-        fields: tuple[str, ...] = (*PriceBookDetailSerializer.Meta.fields, "changes", "plans_to_rerun")
+        fields: tuple[str, ...] = (
+            *PriceBookDetailSerializer.Meta.fields,
+            "changes",
+            "plans_to_rerun",
+            "fan_out",
+        )
 
 
 class PriceBookPublishSerializer(serializers.Serializer):

@@ -92,17 +92,25 @@ class PlanViewSet(
     @extend_schema(request=None, responses={202: RunAcceptedSerializer})
     @action(detail=True, methods=["post"])
     def run(self, request: Request, pk: str | None = None) -> Response:
-        """Queue a solve of the plan's current inputs. Poll the returned URL; the run links to its result."""
+        """Queue a solve of the plan's current inputs. Poll the returned URL; the run links to its result.
+
+        Always 202 once the run is stored: ``queue`` is ``queued`` when its message reached the broker, or
+        ``deferred`` when the broker was unreachable; a deferred run is sent by the sweeper (every 30 s) once
+        the broker is back, so the request need not be repeated."""
         from scenarios import services
 
         plan = self.get_object()
         if plan.archived_at is not None:
             return error_response([{"path": "", "message": "the plan is archived"}])
         with transaction.atomic():
-            run = services.run_request(plan=plan, user=request.user, trigger="api", kind="solve")
+            requested = services.run_submit(plan=plan, user=request.user, trigger="api", kind="solve")
+        run = requested.run
+        # The run row is committed either way; "deferred": the broker was down, the sweeper queues the run
+        # once it is back (scenarios.queue).
+        queue = "deferred" if requested.sending.state == "deferred" else "queued"
         url = request.build_absolute_uri(reverse("run-detail", kwargs={"pk": run.pk}))
         return Response(
-            {"run": run.pk, "status": run.status, "url": url},
+            {"run": run.pk, "status": run.status, "queue": queue, "url": url},
             status=status.HTTP_202_ACCEPTED,
             headers={"Location": url},
         )

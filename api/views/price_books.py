@@ -89,4 +89,6 @@ class PriceBookViewSet(
         summary = services.published_summary(book=book)
         book = self.base_queryset().prefetch_related("entries").get(pk=book.pk)
         body = PriceBookDetailSerializer(book, context=self.get_serializer_context()).data
-        return Response({**body, **summary}, status=status.HTTP_201_CREATED)
+        # 201 even with the broker down: the book and its pending fan-out are stored (scenarios.queue).
+        fan_out = services.fan_out_state(book=book)
+        return Response({**body, **summary, "fan_out": fan_out}, status=status.HTTP_201_CREATED)

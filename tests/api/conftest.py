@@ -125,7 +125,8 @@ def _no_failed_token_throttle(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def no_broker(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing goes to a broker: runs and sweeps are executed in process by the test (tests.api.inprocess)."""
-    from scenarios import execution, search_jobs
+    from scenarios.jobs import requests
+    from scenarios.runs import execute
 
-    monkeypatch.setattr(execution, "enqueue_runs", lambda **_: 0)
-    monkeypatch.setattr(search_jobs.sweep_start, "apply_async", lambda **_: None)
+    monkeypatch.setattr(execute, "enqueue_runs", lambda **_: 0)
+    monkeypatch.setattr(requests, "send_start", lambda run_id: None)

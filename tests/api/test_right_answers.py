@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from scenarios import execution, search_jobs, services
+from scenarios.jobs import sweep
 from scenarios.models import Plan, Result
 from tests.api import factories as f
 from tests.api.conftest import World
@@ -30,14 +31,10 @@ def sweep_plan(
 ) -> Result:
     sent: list[Any] = []
 
-    class Group:
-        def __init__(self, signatures: Any) -> None:
-            sent.extend(s.args for s in signatures)
+    def send_chunks(*, run_id: int, chunks: Any, input_hash: str) -> None:
+        sent.extend((run_id, chunk, input_hash) for chunk in chunks)
 
-        def apply_async(self) -> None:
-            return None
-
-    monkeypatch.setattr(search_jobs, "group", Group)
+    monkeypatch.setattr(sweep, "send_chunks", send_chunks)
     run = search_jobs.sweep_request(
         plan=plan, user=None, axes=axes or [{"field": "cluster.gpus", "values": [32, 64]}], space=SPACE
     )

@@ -20,7 +20,7 @@ def claim() -> Any:
 @pytest.fixture
 def sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[int]]]:
     """Record run ids handed to the broker instead of sending them (tests without workers)."""
-    from scenarios import execution
+    from scenarios.runs import execute
 
     calls: list[list[int]] = []
 
@@ -28,5 +28,5 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[int]]]:
         calls.append(list(run_ids))
         return 1 if run_ids else 0
 
-    monkeypatch.setattr(execution, "enqueue_runs", record)
+    monkeypatch.setattr(execute, "enqueue_runs", record)
     yield calls

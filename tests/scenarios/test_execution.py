@@ -8,7 +8,7 @@ import uuid
 import pytest
 from django.utils import timezone
 
-from scenarios import execution, services
+from scenarios import conf, execution, services
 from scenarios.execution import BUSY, CAPPED, CLAIMED, RESUMED, Claim
 from scenarios.models import Result, Run
 from tests.scenarios.factories import make_plan, make_team, training_with_tokens
@@ -94,7 +94,7 @@ def test_a_retry_after_a_transient_error_resumes_without_counting(plan) -> None:
 def test_an_expired_lease_can_be_claimed_by_another_delivery(plan, claim, settings) -> None:
     run = _run(plan)
     execution.run_claim(run_id=run.pk, claim=claim)
-    later = timezone.now() + dt.timedelta(seconds=execution.conf.run_lease_s() + 1)
+    later = timezone.now() + dt.timedelta(seconds=conf.run_lease_s() + 1)
     assert execution.run_claim(run_id=run.pk, claim=Claim(task_id="next", retries=0), now=later) == CLAIMED
     # The first delivery no longer holds the run: its late success does not overwrite the new claim.
     assert not execution.run_fail(run_id=run.pk, claim=claim, error="late")
@@ -132,8 +132,8 @@ def test_soft_time_limit_fails_the_run_with_the_reason(plan, monkeypatch) -> Non
     assert run.status == "failed" and "exceeded its time limit" in run.error and run.attempts == 1
 
 
-def test_sweeper_resends_stale_queued_runs_and_recovers_expired_leases(plan, sent, monkeypatch) -> None:
-    monkeypatch.setenv("SWEEP_QUEUED_AFTER_S", "60")
+def test_sweeper_resends_stale_queued_runs_and_recovers_expired_leases(plan, sent, settings) -> None:
+    settings.SWEEP_QUEUED_AFTER_S = 60
     fresh, stale, expired, capped = (_run(plan) for _ in range(4))
     long_ago = timezone.now() - dt.timedelta(minutes=5)
     Run.objects.filter(pk=stale.pk).update(enqueued_at=long_ago)

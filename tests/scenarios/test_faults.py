@@ -4,6 +4,10 @@
 * a dedicated Redis restarted without persistence with 50 runs queued -> all complete via the sweeper;
 * PostgreSQL unreachable for 5 s (a proxy the test cuts) during solves -> every run completes;
 * a run that kills its worker every time ends failed after 3 attempts, with the reason;
+* a price book published while a dedicated Redis is down -> the publish succeeds with its fan-out deferred,
+  and once Redis is back the shipped beat sweeper (every 30 s, shipped lease) re-runs each affected plan
+  exactly once (12 runs, 12 results);
+* every recovery runs through the shipped beat schedule (sweeper every 30 s) and the shipped lease (20 s);
 * after each: result versions per plan are 1..n without gaps or duplicates, and UPDATE/DELETE on results
   fail at the database.
 
@@ -19,7 +23,7 @@ from typing import Any
 import pytest
 from django.db import DatabaseError, connection, transaction
 
-from scenarios import execution, services
+from scenarios import services
 from scenarios.models import Result, Run
 from tests.conftest import database_url_for_tests, wait_for
 from tests.scenarios.factories import CLUSTER_H100, MODEL_DOC, SITE_DOC, make_plan, make_scenario, make_team
@@ -28,17 +32,20 @@ from tests.scenarios.faults import CuttableProxy, DedicatedRedis
 pytestmark = [pytest.mark.fault, pytest.mark.timeout(600)]
 
 HOOKS = ("--include", "tests.scenarios.worker_hooks")
-LEASE_S = 4
-SWEEP_AFTER_S = 3
 
 
-@pytest.fixture(autouse=True)
-def _short_sweeper(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SWEEP_QUEUED_AFTER_S", str(SWEEP_AFTER_S))
+@pytest.fixture
+def shipped_beat(tmp_path: Any) -> Iterator[None]:
+    """``celery beat`` on the shipped schedules (the sweeper every 30 s), bound to the Redis the test uses
+    (request it after ``dedicated_redis``). Workers keep the shipped lease (20 s): nothing is shortened."""
+    from tests.scenarios.beat import running_beat
+
+    with running_beat(tmp_path):
+        yield
 
 
 def worker_env(**extra: str) -> dict[str, str]:
-    return {"RUN_LEASE_S": str(LEASE_S), **extra}
+    return dict(extra)
 
 
 def make_plans(count: int, prefix: str = "plan") -> list[Any]:
@@ -52,13 +59,8 @@ def make_plans(count: int, prefix: str = "plan") -> list[Any]:
 
 
 def sweep_until(predicate: Any, *, timeout_s: float) -> bool:
-    """What beat does every 30 s in production, every half second here."""
-
-    def check() -> bool:
-        execution.runs_sweep()
-        return bool(predicate())
-
-    return wait_for(check, timeout_s=timeout_s, interval_s=0.5)
+    """Wait while the shipped beat sweeper and the workers recover; the test itself sweeps nothing."""
+    return wait_for(predicate, timeout_s=timeout_s, interval_s=0.5)
 
 
 def succeeded() -> int:
@@ -92,7 +94,7 @@ def assert_results_intact(expected_versions: int | None = None) -> None:
                 cur.execute(sql, [some.pk])
 
 
-def test_kill9_of_the_whole_worker_with_100_runs_in_flight(worker_factory) -> None:
+def test_kill9_of_the_whole_worker_with_100_runs_in_flight(worker_factory, shipped_beat) -> None:
     plans = make_plans(100)
     # Each pool process holds up to 25 messages (prefetch): all 100 are delivered and unacknowledged
     # when the worker dies, 4 of them mid-solve.
@@ -107,7 +109,7 @@ def test_kill9_of_the_whole_worker_with_100_runs_in_flight(worker_factory) -> No
     at_kill = {s: Run.objects.filter(status=s).count() for s in ("queued", "running", "succeeded")}
     assert at_kill["succeeded"] < 100 and at_kill["running"] >= 1, at_kill
     worker_factory(concurrency=2, env=worker_env(), extra_args=HOOKS)
-    assert sweep_until(lambda: succeeded() == 100, timeout_s=240), {
+    assert sweep_until(lambda: succeeded() == 100, timeout_s=300), {
         s: Run.objects.filter(status=s).count() for s in ("queued", "running", "succeeded", "failed")
     }
     assert Result.objects.count() == 100
@@ -146,7 +148,9 @@ def dedicated_redis(tmp_path, settings) -> Iterator[DedicatedRedis]:
         server.stop()
 
 
-def test_redis_restarted_without_persistence_with_50_runs_queued(worker_factory, dedicated_redis) -> None:
+def test_redis_restarted_without_persistence_with_50_runs_queued(
+    worker_factory, dedicated_redis, shipped_beat
+) -> None:
     from tests.conftest import TEST_QUEUE
 
     plans = make_plans(50)
@@ -163,7 +167,7 @@ def test_redis_restarted_without_persistence_with_50_runs_queued(worker_factory,
     assert dedicated_redis.queued_messages(TEST_QUEUE) == 0 < queued_before
     lost = 50 - succeeded()
     assert lost > 20
-    assert sweep_until(lambda: succeeded() == 50, timeout_s=240), (
+    assert sweep_until(lambda: succeeded() == 50, timeout_s=300), (
         {s: Run.objects.filter(status=s).count() for s in ("queued", "running", "succeeded", "failed")},
         worker.log()[-3000:],
     )
@@ -171,7 +175,7 @@ def test_redis_restarted_without_persistence_with_50_runs_queued(worker_factory,
     assert_results_intact(expected_versions=1)
 
 
-def test_postgres_unreachable_for_5_s_during_solves(worker_factory) -> None:
+def test_postgres_unreachable_for_5_s_during_solves(worker_factory, shipped_beat) -> None:
     import dj_database_url
 
     plans = make_plans(40)
@@ -194,7 +198,7 @@ def test_postgres_unreachable_for_5_s_during_solves(worker_factory) -> None:
         time.sleep(5.0)
         proxy.restore()
         assert time.monotonic() - cut_at >= 5.0
-        assert sweep_until(lambda: succeeded() == 40, timeout_s=240), worker.log()[-4000:]
+        assert sweep_until(lambda: succeeded() == 40, timeout_s=300), worker.log()[-4000:]
         services.price_book_publish(
             team=None,
             user=None,
@@ -207,7 +211,7 @@ def test_postgres_unreachable_for_5_s_during_solves(worker_factory) -> None:
         proxy.cut()
         time.sleep(5.0)
         proxy.restore()
-        assert sweep_until(lambda: succeeded() == 80, timeout_s=240), worker.log()[-4000:]
+        assert sweep_until(lambda: succeeded() == 80, timeout_s=300), worker.log()[-4000:]
         log = worker.log()
     finally:
         proxy.stop()
@@ -217,7 +221,9 @@ def test_postgres_unreachable_for_5_s_during_solves(worker_factory) -> None:
     assert_results_intact(expected_versions=2)
 
 
-def test_a_run_that_kills_its_worker_every_time_ends_failed_after_3_attempts(worker_factory) -> None:
+def test_a_run_that_kills_its_worker_every_time_ends_failed_after_3_attempts(
+    worker_factory, shipped_beat
+) -> None:
     (crasher,) = make_plans(1, prefix="crash")
     (healthy,) = make_plans(1, prefix="fine")
     worker = worker_factory(concurrency=1, env=worker_env(), extra_args=HOOKS)
@@ -225,7 +231,7 @@ def test_a_run_that_kills_its_worker_every_time_ends_failed_after_3_attempts(wor
     good = services.run_request(plan=healthy, user=None)
     assert sweep_until(
         lambda: Run.objects.filter(pk__in=[bad.pk, good.pk], status__in=["failed", "succeeded"]).count() == 2,
-        timeout_s=240,
+        timeout_s=300,
     ), worker.log()[-4000:]
     bad.refresh_from_db()
     good.refresh_from_db()
@@ -233,4 +239,45 @@ def test_a_run_that_kills_its_worker_every_time_ends_failed_after_3_attempts(wor
     assert bad.error.startswith("gave up after 3 attempts: the worker running this run was lost each time")
     assert good.status == "succeeded"
     assert not Result.objects.filter(plan=crasher).exists()
+    assert_results_intact(expected_versions=1)
+
+
+def test_a_price_book_published_while_redis_is_down_re_runs_every_affected_plan_once(
+    worker_factory, dedicated_redis, tmp_path
+) -> None:
+    """The shipped sweeper schedule (beat, every 30 s) and the shipped lease: nothing here sweeps."""
+    from scenarios.models import PriceFanOut
+    from tests.scenarios.beat import running_beat
+
+    plans = make_plans(12)
+    team = plans[0].team
+    h100 = {"kind": "accelerator", "key": "h100-sxm"}
+    services.price_book_publish(
+        team=team, user=None, name="v1", entries=[{**h100, "value": 25000}], fan_out="none"
+    )
+    worker = worker_factory(concurrency=2, env={"REDIS_URL": dedicated_redis.url}, extra_args=HOOKS)
+    with running_beat(tmp_path) as beat:
+        dedicated_redis.stop()
+        started = time.monotonic()
+        book = services.price_book_publish(
+            team=team, user=None, name="cut", entries=[{**h100, "value": 19000}]
+        )
+        assert time.monotonic() - started < 5  # the publish does not wait for the broker
+        assert services.fan_out_state(book=book) == "deferred"
+        assert not Run.objects.exists()
+        time.sleep(3)
+        dedicated_redis.start()
+        back_at = time.monotonic()
+        assert wait_for(lambda: succeeded() == 12, timeout_s=180, interval_s=1), (
+            {s: Run.objects.filter(status=s).count() for s in ("queued", "running", "succeeded", "failed")},
+            beat.poll(),
+            worker.log()[-3000:],
+        )
+        print(f"every affected plan re-ran {time.monotonic() - back_at:.1f} s after Redis came back")
+    assert Run.objects.count() == 12
+    assert set(Run.objects.values_list("trigger", flat=True)) == {"price_change"}
+    assert sorted(Run.objects.values_list("plan_id", flat=True)) == sorted(p.pk for p in plans)
+    fan_out = PriceFanOut.objects.get(pk=book.pk)
+    assert fan_out.done_at is not None and (fan_out.runs_created, fan_out.plans_changed) == (12, 12)
+    assert Result.objects.count() == 12
     assert_results_intact(expected_versions=1)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 
-from scenarios import execution, fanout, pricing, services
+from scenarios import execution, fanout, price_books, pricing, services
 from scenarios.models import PriceBook, Result, Run
 from tests.scenarios.factories import CLUSTER_A100, make_plan, make_team
 
@@ -311,7 +311,7 @@ def test_a_global_patch_counts_only_the_plans_of_teams_that_do_not_override(sent
 def test_a_patch_is_bounded_by_the_size_of_the_resulting_book(monkeypatch: pytest.MonkeyPatch) -> None:
     team = make_team()
     publish(team, [H100_OVERRIDE, QUEBEC_OVERRIDE])
-    monkeypatch.setattr(services, "MAX_PRICE_ENTRIES", 2)
+    monkeypatch.setattr(price_books, "MAX_PRICE_ENTRIES", 2)
     with pytest.raises(ValidationError) as err:
         publish(team, [CLOUD_ONLY])
     assert "would hold 3 prices; at most 2" in errors_of(err)["entries"][0]

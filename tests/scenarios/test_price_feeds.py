@@ -23,7 +23,7 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django_celery_beat.models import PeriodicTask
 
-from scenarios import fanout, feeds
+from scenarios import fanout, feed_sources, feeds
 from scenarios.models import EVENT_PRICE_FEED_FAILED, Event, PriceBook, PriceFeed, Run
 from tests.scenarios.factories import make_plan, make_team
 
@@ -409,9 +409,9 @@ def test_a_directory_swapped_between_the_check_and_the_open_is_refused(
         sub.symlink_to(feed_dir / "alpha-feeds")
         return resolved
 
-    monkeypatch.setattr(feeds, "allowed_path", check_then_swap)
+    monkeypatch.setattr(feed_sources, "allowed_path", check_then_swap)
     if not proc:
-        monkeypatch.setattr(feeds, "_opened_path", lambda fd: None)
+        monkeypatch.setattr(feed_sources, "_opened_path", lambda fd: None)
     outcome = feeds.poll(feed_id=feed.pk)
     assert outcome.status == "unreachable"
     assert outcome.errors[0] == (

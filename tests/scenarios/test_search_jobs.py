@@ -13,7 +13,9 @@ from django.core.exceptions import ValidationError
 
 from scenarios import execution, search_jobs, services
 from scenarios.execution import Claim
-from scenarios.models import Result, Run
+from scenarios.jobs import requests, search, sweep
+from scenarios.models import Result, Run, SweepChunk
+from scenarios.runs import claims
 from tests.conftest import wait_for, wait_until_ready
 from tests.scenarios.factories import make_plan, make_scenario, make_team
 
@@ -47,21 +49,17 @@ def chunks_sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, str]]:
     """Record the chunk tasks a sweep start fans out instead of sending them."""
     calls: list[tuple[int, int, str]] = []
 
-    class FakeGroup:
-        def __init__(self, signatures: Any) -> None:
-            self.signatures = list(signatures)
+    def send_chunks(*, run_id: int, chunks: Any, input_hash: str) -> None:
+        calls.extend((run_id, chunk, input_hash) for chunk in chunks)
 
-        def apply_async(self) -> None:
-            calls.extend(tuple(s.args) for s in self.signatures)
-
-    monkeypatch.setattr(search_jobs, "group", FakeGroup)
+    monkeypatch.setattr(sweep, "send_chunks", send_chunks)
     return calls
 
 
 @pytest.fixture
 def starts_sent(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
-    monkeypatch.setattr(search_jobs.sweep_start, "apply_async", lambda args: calls.append(args[0]))
+    monkeypatch.setattr(requests, "send_start", calls.append)
     return calls
 
 
@@ -197,10 +195,10 @@ def test_a_search_run_stores_a_versioned_result_apart_from_the_solve(
 
 @pytest.mark.django_db
 def test_search_progress_is_written_while_the_engine_runs(sent, monkeypatch) -> None:
-    monkeypatch.setattr(search_jobs, "SEARCH_PROGRESS_PERIOD_S", 0.0)
+    monkeypatch.setattr(search, "SEARCH_PROGRESS_PERIOD_S", 0.0)
     monkeypatch.setattr("solvers.search.ranking.EVAL_CHUNK_LAYOUTS", 64)
     seen: list[tuple[int, int]] = []
-    original = execution.run_progress
+    original = claims.run_progress
 
     def spy(**kwargs: Any) -> bool:
         ok = original(**kwargs)
@@ -208,7 +206,7 @@ def test_search_progress_is_written_while_the_engine_runs(sent, monkeypatch) -> 
         seen.append(row)
         return ok
 
-    monkeypatch.setattr(execution, "run_progress", spy)
+    monkeypatch.setattr(claims, "run_progress", spy)
     plan = make_plan(team=make_team())
     run = search_jobs.search_request(plan=plan, user=None, space=SPACE)
     assert execution.run_execute(run_id=run.pk, claim=_claim()).status == "succeeded"
@@ -407,6 +405,51 @@ def test_a_chunk_whose_worker_is_lost_every_time_fails_the_run_at_the_cap(
 
 
 @pytest.mark.django_db
+def test_a_chunk_is_a_row_claimed_like_a_run(settings, starts_sent, chunks_sent) -> None:
+    import datetime as dt
+
+    from django.utils import timezone
+
+    run = _sweep(make_plan(team=make_team()), settings)
+    search_jobs.sweep_begin(run_id=run.pk, claim=_claim())
+    assert SweepChunk.objects.filter(run=run).count() == POINTS // 2 == len(chunks_sent)
+    run_id, chunk, input_hash = chunks_sent[0]
+    kwargs = {"run_id": run_id, "chunk": chunk, "input_hash": input_hash}
+    holder = _claim()
+    assert search_jobs.chunk_claim(**kwargs, claim=holder) == "go"
+    # Another delivery of the same chunk while its holder lives: not solved twice.
+    assert search_jobs.chunk_claim(**kwargs, claim=_claim()) == "busy"
+    row = SweepChunk.objects.get(run=run, index=chunk)
+    assert (row.status, row.attempts, row.claim_task_id) == ("running", 1, holder.task_id)
+    # The holder died: once its lease expired, the next delivery takes it (a second attempt).
+    SweepChunk.objects.filter(pk=row.pk).update(lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
+    assert search_jobs.chunk_claim(**kwargs, claim=_claim()) == "go"
+    assert SweepChunk.objects.get(pk=row.pk).attempts == 2
+
+
+@pytest.mark.django_db
+def test_the_data_migration_turns_json_chunks_into_rows(settings, starts_sent, chunks_sent) -> None:
+    import importlib
+
+    from django.apps import apps
+
+    run = _sweep(make_plan(team=make_team()), settings)
+    search_jobs.sweep_begin(run_id=run.pk, claim=_claim())
+    job = Run.objects.get(pk=run.pk).params["job"]
+    rows = [{"index": 0, "point": {}}, {"index": 1, "point": {}}]
+    old_job = {**job, "chunks": {"0": rows}, "claims": {"0": {"task": "t", "retries": 0, "attempts": 2}}}
+    Run.objects.filter(pk=run.pk).update(params={**run.params, "job": old_job})
+    SweepChunk.objects.all().delete()
+    importlib.import_module("scenarios.migrations.0011_sweep_chunks").chunks_to_rows(apps, None)
+    chunks = list(SweepChunk.objects.filter(run=run).order_by("index"))
+    assert len(chunks) == job["chunks_total"] == POINTS // 2
+    assert (chunks[0].status, chunks[0].rows, chunks[0].attempts) == ("succeeded", rows, 2)
+    assert {c.status for c in chunks[1:]} == {"queued"}
+    assert {c.input_hash for c in chunks} == {job["input_hash"]}
+    assert "chunks" not in Run.objects.get(pk=run.pk).params["job"]
+
+
+@pytest.mark.django_db
 def test_a_chunk_sent_for_other_inputs_changes_nothing(settings, starts_sent, chunks_sent) -> None:
     run = _sweep(make_plan(team=make_team()), settings)
     search_jobs.sweep_begin(run_id=run.pk, claim=_claim())
@@ -442,7 +485,8 @@ def test_a_sweep_resent_by_the_sweeper_finishes_in_one_worker_keeping_recorded_c
     search_jobs.sweep_begin(run_id=run.pk, claim=_claim())
     for run_id, chunk, input_hash in chunks_sent[:2]:
         search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=_claim())
-    claims_before = Run.objects.get(pk=run.pk).params["job"]["chunks"]
+    claims_before = {str(c.index): c.rows for c in SweepChunk.objects.filter(run=run, status="succeeded")}
+    assert len(claims_before) == 2
     # The lease expired (chunks queued behind other work): the sweeper puts the run back and sends it
     # through scenarios.execute_run, which runs the sweep executor.
     Run.objects.filter(pk=run.pk).update(status="queued", claim_task_id="")
@@ -501,8 +545,8 @@ def test_a_sweep_fans_out_over_two_worker_processes(worker_factory, settings) ->
 
 @pytest.mark.fault
 @pytest.mark.timeout(600)
-def test_a_sweep_survives_kill9_of_one_of_two_workers(worker_factory, settings, monkeypatch) -> None:
-    monkeypatch.setenv("SWEEP_QUEUED_AFTER_S", "3")
+def test_a_sweep_survives_kill9_of_one_of_two_workers(worker_factory, settings) -> None:
+    settings.SWEEP_QUEUED_AFTER_S = 3
     env = {"RUN_LEASE_S": "4"}
     doomed = worker_factory(concurrency=1, env=env)
     survivor = worker_factory(concurrency=1, env=env)

@@ -1,0 +1,93 @@
+"""The price-file format shared by ``manage.py import_prices`` and price feeds: CSV ``kind,key,value[,unit,
+source,effective_date,remove]`` or JSON, with the format detected from the declared one, the source and the
+content."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Mapping
+from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import urlsplit
+
+from scenarios.models import (
+    PRICE_FEED_FORMAT_AUTO,
+    PRICE_FEED_FORMAT_CSV,
+    PRICE_FEED_FORMAT_JSON,
+)
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def has_scheme(source: str) -> bool:
+    return bool(_SCHEME.match(source))
+
+
+# --- The import format (shared with ``manage.py import_prices``) ----------------------------------------
+
+CSV_REQUIRED = ("kind", "key", "value")
+# A CSV cell is text: these spellings of ``remove`` become booleans; any other is left for the service to
+# refuse with the row's path.
+CSV_BOOLEANS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+class PriceFileError(ValueError):
+    """The text is not a price file of its format (its shape, not its prices: those the publish checks)."""
+
+
+def _csv_entry(row: Mapping[str | Any, str | Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = {k: v for k, v in row.items() if k and v not in (None, "")}
+    remove = entry.get("remove")
+    if isinstance(remove, str) and remove.strip().lower() in CSV_BOOLEANS:
+        entry["remove"] = CSV_BOOLEANS[remove.strip().lower()]
+    return entry
+
+
+def price_file_parse(text: str, fmt: str) -> tuple[list[Any], dict[str, Any]]:
+    """Entries and book-level fields (name, notes, source, mode) of a price file in ``fmt`` ("csv" or "json").
+
+    CSV: a header row naming ``kind,key,value`` and optionally ``unit,source,effective_date,remove``; one entry
+    per row. JSON: a list of entries, or ``{"name", "notes", "source", "mode", "entries": [...]}``. Entries are
+    returned as read; ``price_book_publish`` checks them. Raises ``PriceFileError`` for another shape."""
+    if fmt == PRICE_FEED_FORMAT_CSV:
+        try:
+            reader = csv.DictReader(text.splitlines())
+            missing = [c for c in CSV_REQUIRED if c not in (reader.fieldnames or [])]
+            if missing:
+                raise PriceFileError(f"the CSV header must name the columns {', '.join(missing)}")
+            return [_csv_entry(row) for row in reader], {}
+        except csv.Error as exc:
+            raise PriceFileError(f"not valid CSV ({exc})") from None
+    if fmt == PRICE_FEED_FORMAT_JSON:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise PriceFileError(f"not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        except RecursionError:
+            raise PriceFileError("not valid JSON (nested too deeply)") from None
+        if isinstance(data, list):
+            return data, {}
+        if isinstance(data, dict) and isinstance(data.get("entries"), list):
+            meta = {k: data[k] for k in ("name", "notes", "source", "mode") if isinstance(data.get(k), str)}
+            return data["entries"], meta
+        raise PriceFileError("expected a list of entries or an object with an 'entries' list")
+    raise PriceFileError(f"unknown format {fmt!r}; csv or json")
+
+
+def detect_format(declared: str, *, source: str, content_type: str = "", text: str = "") -> str:
+    """The format of a feed's content: the declared one, else (``auto``) the extension of the source's path,
+    else the answer's content type, else the content itself (JSON starts with ``[`` or ``{``)."""
+    if declared != PRICE_FEED_FORMAT_AUTO:
+        return declared
+    path = urlsplit(source).path if has_scheme(source) else source
+    suffix = PurePosixPath(path).suffix.lower()
+    if suffix in (".csv", ".json"):
+        return suffix[1:]
+    media = content_type.split(";")[0].strip().lower()
+    if media in ("text/csv", "application/csv"):
+        return PRICE_FEED_FORMAT_CSV
+    if media == "application/json" or media.endswith("+json"):
+        return PRICE_FEED_FORMAT_JSON
+    return PRICE_FEED_FORMAT_JSON if text.lstrip()[:1] in ("[", "{") else PRICE_FEED_FORMAT_CSV

@@ -1,0 +1,174 @@
+"""Claims: which delivery holds a run (or a sweep chunk), taken and given back with conditional UPDATEs.
+
+A delivery that changes no row stops. The attempt count lives in Postgres, so a run whose worker dies on
+every attempt ends ``failed`` with the reason after ``max_attempts``, however often the broker redelivers
+it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection
+from django.db.models import F, Q, Value
+from django.utils import timezone
+
+from scenarios import conf
+from scenarios.models import (
+    STATUS_FAILED,
+    STATUS_QUEUED,
+    STATUS_RUNNING,
+    Run,
+)
+
+log = logging.getLogger(__name__)
+
+
+CLAIMED = "claimed"
+RESUMED = "resumed"
+CAPPED = "capped"
+BUSY = "busy"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Who holds a run: the Celery task id and its retry count (see ``Run.claim_task_id``)."""
+
+    task_id: str
+    retries: int
+    worker: str = ""
+
+
+_TAKEABLE_SQL = (
+    "(status = 'queued'"
+    " OR (status = 'running' AND lease_expires_at < %(now)s)"
+    " OR (status = 'running' AND claim_task_id = %(task_id)s AND claim_retries = %(retries)s))"
+)
+_GAVE_UP_SQL = (
+    "'gave up after ' || attempts || ' attempts: the worker running this run was lost each time "
+    "(killed, out of memory, or over the hard time limit) before it finished'"
+)
+
+
+def claim_rows(
+    *, table: str, ids: Sequence[int], claim: Claim, gave_up: str, now: dt.datetime | None = None
+) -> dict[int, str]:
+    """Try to take each row of ``table`` (runs, sweep chunks: the same claim columns) for this delivery,
+    with three conditional UPDATEs over the whole set:
+
+    1. takeable and out of attempts -> failed with the reason ``gave_up`` (SQL) (CAPPED);
+    2. takeable (queued, lease expired, or running under this very delivery: the broker redelivered it
+       because its worker died, which was an attempt) -> running, attempts + 1 (CLAIMED);
+    3. running under this task with another retry count (our own retry after a database or broker
+       error) -> keep going without counting an attempt (RESUMED).
+    Rows in none of these (done, or held by a live delivery) are BUSY: this delivery must not touch them.
+    The order matters: a row claimed in step 2 is not capped by step 1 in the same call."""
+    now = now or timezone.now()
+    params: dict[str, Any] = {
+        "ids": list(ids),
+        "now": now,
+        "lease": now + dt.timedelta(seconds=conf.run_lease_s()),
+        "task_id": claim.task_id,
+        "retries": claim.retries,
+        "worker": claim.worker[:255],
+    }
+    states = dict.fromkeys(ids, BUSY)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET status = 'failed', finished_at = %(now)s, lease_expires_at = NULL, "
+            f"error = {gave_up} "
+            f"WHERE id = ANY(%(ids)s) AND attempts >= max_attempts AND {_TAKEABLE_SQL} RETURNING id",
+            params,
+        )
+        states.update({row[0]: CAPPED for row in cursor.fetchall()})
+        cursor.execute(
+            f"UPDATE {table} SET status = 'running', attempts = attempts + 1, started_at = %(now)s, "
+            "lease_expires_at = %(lease)s, claim_task_id = %(task_id)s, claim_retries = %(retries)s, "
+            f"worker = %(worker)s WHERE id = ANY(%(ids)s) AND attempts < max_attempts AND {_TAKEABLE_SQL} "
+            "RETURNING id",
+            params,
+        )
+        states.update({row[0]: CLAIMED for row in cursor.fetchall()})
+        cursor.execute(
+            f"UPDATE {table} SET claim_retries = %(retries)s, lease_expires_at = %(lease)s, "
+            "worker = %(worker)s WHERE id = ANY(%(ids)s) AND status = 'running' "
+            "AND claim_task_id = %(task_id)s AND claim_retries <> %(retries)s RETURNING id",
+            params,
+        )
+        states.update({row[0]: RESUMED for row in cursor.fetchall()})
+    return states
+
+
+def runs_claim(*, run_ids: Sequence[int], claim: Claim, now: dt.datetime | None = None) -> dict[int, str]:
+    """``claim_rows`` for runs: CLAIMED/RESUMED (go on), CAPPED (just failed, with the reason) or BUSY."""
+    return claim_rows(table="scenarios_run", ids=run_ids, claim=claim, gave_up=_GAVE_UP_SQL, now=now)
+
+
+def run_claim(*, run_id: int, claim: Claim, now: dt.datetime | None = None) -> str:
+    """``runs_claim`` for one run: CLAIMED/RESUMED (go on), CAPPED (just failed) or BUSY (stop)."""
+    return runs_claim(run_ids=[run_id], claim=claim, now=now)[run_id]
+
+
+def gave_up_error() -> Any:
+    """'gave up after N attempts: ...' built in SQL, so the message carries the stored attempt count."""
+    from django.db.models import CharField
+    from django.db.models.functions import Cast, Concat
+
+    return Concat(
+        Value("gave up after "),
+        Cast(F("attempts"), output_field=CharField()),
+        Value(
+            " attempts: the worker running this run was lost each time (killed, out of memory, or over the "
+            "hard time limit) before it finished"
+        ),
+        output_field=CharField(),
+    )
+
+
+def _holding(run_id: int, claim: Claim) -> Q:
+    return Q(pk=run_id, status=STATUS_RUNNING, claim_task_id=claim.task_id)
+
+
+def run_fail(*, run_id: int, claim: Claim, error: str) -> bool:
+    """Mark a run this delivery holds as failed (bad input, time limit). False if it no longer holds it."""
+    return (
+        Run.objects.filter(_holding(run_id, claim)).update(
+            status=STATUS_FAILED, finished_at=timezone.now(), lease_expires_at=None, error=error[:10_000]
+        )
+        == 1
+    )
+
+
+def runs_renew_lease(*, run_ids: Sequence[int], claim: Claim) -> int:
+    """Extend the lease of the runs this delivery still holds; returns how many it holds."""
+    lease = timezone.now() + dt.timedelta(seconds=conf.run_lease_s())
+    return Run.objects.filter(
+        pk__in=list(run_ids), status=STATUS_RUNNING, claim_task_id=claim.task_id
+    ).update(lease_expires_at=lease)
+
+
+def runs_release(*, run_ids: Sequence[int], claim: Claim) -> list[int]:
+    """Put the runs this delivery holds back to queued (their attempt stays counted); returns their ids."""
+    held = list(
+        Run.objects.filter(
+            pk__in=list(run_ids), status=STATUS_RUNNING, claim_task_id=claim.task_id
+        ).values_list("pk", flat=True)
+    )
+    Run.objects.filter(pk__in=held, status=STATUS_RUNNING, claim_task_id=claim.task_id).update(
+        status=STATUS_QUEUED, enqueued_at=timezone.now(), lease_expires_at=None, claim_task_id="", worker=""
+    )
+    return held
+
+
+def run_progress(*, run_id: int, claim: Claim, points_done: int, points_total: int | None = None) -> bool:
+    """Record progress of a search or sweep and extend its lease (a long run is not taken for lost)."""
+    values: dict[str, Any] = {
+        "points_done": points_done,
+        "lease_expires_at": timezone.now() + dt.timedelta(seconds=conf.run_lease_s()),
+    }
+    if points_total is not None:
+        values["points_total"] = points_total
+    return Run.objects.filter(_holding(run_id, claim)).update(**values) == 1
