@@ -42,11 +42,13 @@ def event_pk(public_id: str, *, name: str) -> int:
 # written and ``created_at`` is the database clock at that moment; an open transaction that has written
 # anything started at or after the oldest ``xact_start`` of such transactions, so every id it holds or will
 # take is higher than those of events written before then. One second of margin covers the microseconds
-# between a row's clock reading and its id. (The service's role must see its own sessions in
+# between a row's clock reading and its id. Only sessions on this database count: a transaction on another
+# database of the same server cannot write an event here. (The service's role must see its own sessions in
 # pg_stat_activity, which it always does; webhooks use the dispatcher's own horizon instead.)
 SETTLED_BEFORE_SQL = (
     "(SELECT COALESCE(MIN(xact_start), clock_timestamp()) FROM pg_stat_activity "
-    "WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid()) - interval '1 second'"
+    "WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid() AND datname = current_database())"
+    " - interval '1 second'"
 )
 
 
