@@ -52,8 +52,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Runs before `-m` deselects (conftest hooks run before pytest's own), and after tests/browser's hook
     (the deeper conftest is registered later, so it is called first)."""
     for item in items:
-        if any(item.get_closest_marker(kind) for kind in DECLARED_KINDS):
-            continue
+        if any(item.get_closest_marker(kind) for kind in (*DECLARED_KINDS, "unit", "integration")):
+            continue  # a test that says its kind keeps it
         uses_servers = item.get_closest_marker("django_db") is not None or bool(
             SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))
         )

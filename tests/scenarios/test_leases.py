@@ -72,6 +72,7 @@ def test_a_run_held_by_a_live_delivery_keeps_its_lease_while_it_solves(settings,
     assert Run.objects.get(pk=run.pk).attempts == 1
 
 
+@pytest.mark.integration  # publishes to the real broker
 def test_messages_carry_no_time_limit_whoever_sends_them(monkeypatch) -> None:
     from celery import current_app
     from celery.signals import before_task_publish
