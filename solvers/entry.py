@@ -40,20 +40,16 @@ def solve(document: Any) -> Report:
     Example: ``solve({"model": {"preset": "llama3-8b"}, "cluster": {"node": "dgx-h100", "gpus": 64}})``
     returns a report whose ``step.step_s`` is the time of one optimizer step of a ~4M-token batch.
     """
-    # A Resolved of this call's own (never kept): the report takes its document and assumptions as they are.
-    return _solve(resolve(document), owned=True)
+    return solve_resolved(resolve(document))
 
 
 def solve_resolved(resolved: Resolved) -> Report:
     """The report of a resolved scenario. ``resolved`` is only read: the report gets its own copies of the
     scenario document and the assumptions, so solving one ``Resolved`` again gives an equal report."""
-    return _solve(resolved, owned=False)
-
-
-def _solve(resolved: Resolved, *, owned: bool) -> Report:
     layout, row, search = pick_layout(resolved)
-    ledger = compute_ledger(ledger_inputs(resolved, row["step_s"], row["gpu_busy_fraction"]))
-    return compose(resolved, layout, row, ledger, search, owned=owned)
+    # The ledger's assumption entries depend on the scenario only: ``resolve`` wrote them into ``resolved``.
+    inputs = ledger_inputs(resolved, row["step_s"], row["gpu_busy_fraction"])
+    return compose(resolved, layout, row, compute_ledger(inputs, assumptions=False), search)
 
 
 def solve_many(documents: Iterable[Any]) -> list[Report | dict[str, Any]]:

@@ -432,10 +432,12 @@ def tco(
     )
 
 
-def compute_ledger(inp: LedgerInputs) -> LedgerResult:
+def compute_ledger(inp: LedgerInputs, *, assumptions: bool = True) -> LedgerResult:
     """Reliability, schedule, energy, carbon, water and TCO of one scenario over one or many layouts: the
     four blocks (``reliability``, ``schedule``, ``energy_carbon``, ``tco``) as the report's sections, with
-    their assumptions (``solvers.ledger_assumptions``) and warnings.
+    their assumptions (``solvers.ledger_assumptions``) and warnings. ``assumptions=False`` leaves the
+    assumptions list empty: they depend on the scenario only, and ``resolve`` wrote them into the
+    ``Resolved`` once.
 
     Example: 512 H100, Llama-3-70B (70.6e9 params, Adam bf16), one writer at 7 GB/s, 30-day window:
     node MTBF 4,285.71 h, cluster 66.96 h, checkpoint 988.4 GB written in 141.2 s, interval 2.27 h (daly)
@@ -544,7 +546,7 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
         energy=energy_block,
         carbon=carbon_block,
         tco=tco_block,
-        assumptions=ledger_assumptions(inp),
+        assumptions=ledger_assumptions(inp) if assumptions else [],
         warnings=[*r.warnings, *s.warnings],
     )
 
