@@ -13,6 +13,7 @@ their ``Resolved`` and step figures and calls ``reprice_many``.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -22,7 +23,7 @@ from solvers import engine
 from solvers.errors import ScenarioError, SolverInternalError, reason_to_error
 from solvers.inputs import Resolved, resolve
 from solvers.layout import Layout
-from solvers.ledger import LedgerInputs, compute_ledger, energy_carbon, reliability, schedule, tco
+from solvers.ledger import LedgerInputs, compute_ledger, energy_carbon, schedule, tco
 from solvers.report import compose
 from solvers.report_types import Report, SearchSummary, TcoBlock
 from solvers.search.ranking import search_resolved
@@ -47,9 +48,11 @@ def solve_resolved(resolved: Resolved) -> Report:
     """The report of a resolved scenario. ``resolved`` is only read: the report gets its own copies of the
     scenario document and the assumptions, so solving one ``Resolved`` again gives an equal report."""
     layout, row, search = pick_layout(resolved)
-    # The ledger's assumption entries depend on the scenario only: ``resolve`` wrote them into ``resolved``.
+    # The ledger's assumption entries and its reliability block depend on the scenario only: ``resolve``
+    # made them once, into ``resolved``.
     inputs = ledger_inputs(resolved, row["step_s"], row["gpu_busy_fraction"])
-    return compose(resolved, layout, row, compute_ledger(inputs, assumptions=False), search)
+    ledger = compute_ledger(inputs, assumptions=False, held_reliability=resolved.reliability)
+    return compose(resolved, layout, row, ledger, search)
 
 
 def solve_many(documents: Iterable[Any]) -> list[Report | dict[str, Any]]:
@@ -102,10 +105,14 @@ def ledger_inputs(
     """The ledger's inputs for ``resolved`` at one step, with ``prices`` (LedgerInputs names, see
     ``PRICE_FIELDS``) in place of the scenario's own. The parser checked every field: nothing is checked
     again."""
-    fields = resolved.ledger_fields if prices is None else {**resolved.ledger_fields, **prices}
-    return LedgerInputs(
-        float(step_s), float(gpu_busy_fraction), float(resolved.training.global_batch_tokens), **fields
-    )
+    step = (float(step_s), float(gpu_busy_fraction), float(resolved.training.global_batch_tokens))
+    if prices is None:  # one C call reads the 35 fields in LedgerInputs' order
+        return LedgerInputs._make(step + _SCENARIO_FIELDS(resolved.ledger_fields))
+    return LedgerInputs(*step, **{**resolved.ledger_fields, **prices})
+
+
+# LedgerInputs' scenario fields (all but the step's three), in its order.
+_SCENARIO_FIELDS = operator.attrgetter(*LedgerInputs._fields[3:])
 
 
 def reprice_many(
@@ -129,7 +136,7 @@ def reprice_many(
     rows: list[tuple[Any, ...]] = []  # python floats: one plan, one layout
     for resolved, (step_s, busy), price in zip(held, steps, prices, strict=True):
         inp = ledger_inputs(resolved, step_s, busy, price)
-        r = reliability(inp)
+        r = resolved.reliability  # prices move no failure and no checkpoint
         sched = schedule(inp, r, step_s=inp.step_s, tokens_per_step=inp.tokens_per_step, shape=())
         e = energy_carbon(inp, r, sched, busy=inp.gpu_busy_fraction)
         shares = r.shares

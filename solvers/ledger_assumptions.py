@@ -33,11 +33,15 @@ _LEDGER_SOURCES = {
 
 
 class ScenarioLedger(Protocol):
-    """What the assumption texts read: the scenario's ledger fields, never a step figure (``LedgerInputs``
-    and ``solvers.inputs.LedgerFields`` both have them)."""
+    """What the assumption texts and ``solvers.ledger.reliability`` read: the scenario's ledger fields, never
+    a step figure (``LedgerInputs`` and ``solvers.inputs.LedgerFields`` both have them)."""
 
     @property
     def gpus(self) -> int: ...
+    @property
+    def params(self) -> float: ...
+    @property
+    def restart_s(self) -> float: ...
     @property
     def gpus_per_node(self) -> int: ...
     @property

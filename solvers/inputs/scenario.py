@@ -38,6 +38,7 @@ from solvers.inputs.model import parse_model
 from solvers.inputs.reader import SCENARIO, Assumption, Reader
 from solvers.inputs.site import parse_site
 from solvers.inputs.training import parse_training, parse_training_alone
+from solvers.ledger import Reliability, reliability
 from solvers.ledger_assumptions import ledger_assumptions, step_assumptions
 from solvers.plain import all_plain_finite
 from solvers.specs import ClusterSpec, LayoutBatch, ModelSpec, TrainingSpec
@@ -142,6 +143,9 @@ class Resolved:
     # The step's and the ledger's assumption entries: they depend on the scenario only (accelerator peaks,
     # precision, ledger fields), so they are written here once and every report copies them.
     solve_notes: tuple[Assumption, ...]
+    # The ledger's failures and checkpoints (``solvers.ledger.reliability``): they read no step figure and no
+    # price, so they are made here once (frozen) and every report and re-pricing of the scenario uses them.
+    reliability: Reliability
     warnings: tuple[str, ...]
     document_hash: str  # canonical_hash of the document in ``document_bytes``
     # Prices set by ``with_prices`` over ``document_bytes``: (document path, value), in the order first set.
@@ -332,6 +336,7 @@ def resolve(document: Any) -> Resolved:
         ledger_fields=ledger_fields,
         notes=tuple(r.assumptions),
         solve_notes=_solve_notes(cluster.spec, train_spec, ledger_fields),
+        reliability=reliability(ledger_fields),
         warnings=tuple(r.warnings),
         document_hash=canonical_hash(document_out),
     )

@@ -264,6 +264,7 @@ def ledger_for_row(resolved: Resolved, row: Mapping[str, Any]) -> LedgerResult:
             **resolved.ledger_fields,
         ),
         assumptions=False,  # the report takes them from ``resolved`` (``Resolved.report_assumptions``)
+        held_reliability=resolved.reliability,
     )
 
 
