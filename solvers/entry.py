@@ -1,7 +1,8 @@
 """The solver's entry points: a scenario document (or a resolved scenario) in, a report out.
 
     solve(document)          = solve_resolved(resolve(document))
-    solve_resolved(resolved) = the layout's step (``solvers.engine``), the ledger on that step
+    solve_resolved(resolved) = the layout's step (``solvers.engine``: a given layout's was evaluated once by
+                               ``resolve``, ``layout: auto`` runs the search), the ledger on that step
                                (``solvers.ledger``), the report composed (``solvers.report``)
     solve_many(documents)    = one report or one error per document
     reprice_many(held, ...)  = the ``tco`` sections of many held plans under new prices, in one vectorised pass
@@ -69,17 +70,16 @@ def solve_many(documents: Iterable[Any]) -> list[Report | dict[str, Any]]:
 def pick_layout(resolved: Resolved) -> tuple[Layout, dict[str, Any], SearchSummary | None]:
     """The scenario's layout, its engine row (python scalars) and the search summary (None for a given one).
 
-    One layout: the engine's first broken rule is a ``ScenarioError`` naming its field. ``layout: auto``:
+    One layout: its row as ``resolve`` evaluated it (``Resolved.step``), or the engine's first broken rule as
+    a ``ScenarioError`` naming its field. ``layout: auto``:
     ``solvers.search`` enumerates and evaluates every candidate with the same engine and the fastest layout
     that fits in memory is reported; the summary counts rejections by rule.
     """
     model, cluster, training = resolved.model, resolved.cluster, resolved.training
-    if not resolved.layout_auto:
-        layout = Layout.of(resolved.layouts)
-        row, reason = engine.evaluate_one(model=model, cluster=cluster, training=training, layout=layout)
-        if row is None:
-            raise ScenarioError([reason_to_error(reason or "training.layout: invalid layout")])
-        return layout, row, None
+    if resolved.layout is not None:  # a given layout: ``resolve`` evaluated its step once
+        if resolved.step is None:
+            raise ScenarioError([reason_to_error(resolved.layout_rule or "training.layout: invalid layout")])
+        return resolved.layout, dict(resolved.step), None
     result = search_resolved(resolved)  # raises ScenarioError naming the rule when nothing is feasible
     layout = Layout.of(result.layouts, 0)
     row, _ = engine.evaluate_one(model=model, cluster=cluster, training=training, layout=layout)

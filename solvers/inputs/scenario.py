@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from solvers import engine
 from solvers.canonical import canonical_hash
 from solvers.errors import ScenarioError, SolverInternalError
 from solvers.inputs import fields
@@ -38,6 +39,7 @@ from solvers.inputs.model import parse_model
 from solvers.inputs.reader import SCENARIO, Assumption, Reader
 from solvers.inputs.site import parse_site
 from solvers.inputs.training import parse_training, parse_training_alone
+from solvers.layout import Layout
 from solvers.ledger import Reliability, reliability
 from solvers.ledger_assumptions import ledger_assumptions, step_assumptions
 from solvers.plain import all_plain_finite
@@ -146,6 +148,13 @@ class Resolved:
     # The ledger's failures and checkpoints (``solvers.ledger.reliability``): they read no step figure and no
     # price, so they are made here once (frozen) and every report and re-pricing of the scenario uses them.
     reliability: Reliability
+    # The given layout (None with ``layout_auto``), its engine row as (name, value) pairs of python scalars
+    # (``solvers.engine.evaluate_one``: the step reads no price), or the first layout rule it breaks. The
+    # step of a given layout depends on the scenario only, so it is evaluated here once; ``solve_resolved``
+    # raises the rule as a ``ScenarioError``, as ``solve`` does.
+    layout: Layout | None
+    step: tuple[tuple[str, float | int | bool], ...] | None
+    layout_rule: str | None
     warnings: tuple[str, ...]
     document_hash: str  # canonical_hash of the document in ``document_bytes``
     # Prices set by ``with_prices`` over ``document_bytes``: (document path, value), in the order first set.
@@ -326,6 +335,14 @@ def resolve(document: Any) -> Resolved:
     )
     batch = layout_batch(layouts)
     batch.freeze()
+    layout = step = rule = None
+    if not auto:
+        layout = Layout.of(batch)
+        row, rule = engine.evaluate_one(model=model, cluster=cluster.spec, training=train_spec, layout=layout)
+        if row is not None:
+            step = tuple(row.items())
+        elif rule is None:
+            rule = "training.layout: invalid layout"
     return Resolved(
         document_bytes=_frozen_document(document_out),
         model=model,
@@ -337,6 +354,9 @@ def resolve(document: Any) -> Resolved:
         notes=tuple(r.assumptions),
         solve_notes=_solve_notes(cluster.spec, train_spec, ledger_fields),
         reliability=reliability(ledger_fields),
+        layout=layout,
+        step=step,
+        layout_rule=rule,
         warnings=tuple(r.warnings),
         document_hash=canonical_hash(document_out),
     )
