@@ -256,9 +256,23 @@ def _price_notes(notes: list[Assumption], values: Mapping[str, Any]) -> list[int
 
 def _frozen_document(document: Mapping[str, Any]) -> bytes:
     """The document as bytes that ``marshal.loads`` turns back into an equal document of plain dicts and lists
-    (floats bit for bit). The document goes through JSON first, so that what is kept is exactly what a JSON
-    reader of the report gets (a tuple given in the document comes back a list)."""
-    return marshal.dumps(json.loads(json.dumps(document, ensure_ascii=False, allow_nan=False)))
+    (floats bit for bit), as a JSON reader of the report would see it: a tuple a caller gave in the document
+    is kept as a list. (The parsers refused every non-finite number and every value that is not JSON.)"""
+    plain = document if not _has_tuple(document) else json.loads(json.dumps(document, allow_nan=False))
+    return marshal.dumps(plain)
+
+
+def _has_tuple(value: Any) -> bool:
+    """True when a tuple is anywhere inside the JSON-like ``value`` (a walk of its dicts and lists)."""
+    kind = type(value)
+    if kind is dict:
+        return any(type(v) in _CONTAINER_TYPES and _has_tuple(v) for v in value.values())
+    if kind is list:
+        return any(type(v) in _CONTAINER_TYPES and _has_tuple(v) for v in value)
+    return kind is tuple
+
+
+_CONTAINER_TYPES = frozenset({dict, list, tuple})
 
 
 def _solve_notes(
