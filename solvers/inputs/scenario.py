@@ -263,16 +263,19 @@ def _frozen_document(document: Mapping[str, Any]) -> bytes:
 
 
 def _has_tuple(value: Any) -> bool:
-    """True when a tuple is anywhere inside the JSON-like ``value`` (a walk of its dicts and lists)."""
-    kind = type(value)
-    if kind is dict:
-        return any(type(v) in _CONTAINER_TYPES and _has_tuple(v) for v in value.values())
-    if kind is list:
-        return any(type(v) in _CONTAINER_TYPES and _has_tuple(v) for v in value)
-    return kind is tuple
-
-
-_CONTAINER_TYPES = frozenset({dict, list, tuple})
+    """True when a tuple is anywhere inside the JSON-like ``value`` (one walk of its dicts and lists)."""
+    stack = [value]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is dict:
+            extend(item.values())
+        elif kind is list:
+            extend(item)
+        elif kind is tuple:
+            return True
+    return False
 
 
 def _solve_notes(
