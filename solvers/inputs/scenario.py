@@ -254,11 +254,13 @@ def _price_notes(notes: list[Assumption], values: Mapping[str, Any]) -> list[int
     return [i for i, note in enumerate(notes) if note.key in keys]
 
 
-def _frozen_document(document: Mapping[str, Any]) -> bytes:
+def _frozen_document(document: dict[str, Any]) -> bytes:
     """The document as bytes that ``marshal.loads`` turns back into an equal document of plain dicts and lists
     (floats bit for bit), as a JSON reader of the report would see it: a tuple a caller gave in the document
     is kept as a list. (The parsers refused every non-finite number and every value that is not JSON.)"""
-    plain = document if not _has_tuple(document) else json.loads(json.dumps(document, allow_nan=False))
+    plain: dict[str, Any] = (
+        document if not _has_tuple(document) else json.loads(json.dumps(document, allow_nan=False))
+    )
     return marshal.dumps(plain)
 
 
