@@ -1,7 +1,8 @@
 """The solver's entry points: a scenario document (or a resolved scenario) in, a report out.
 
     solve(document)          = solve_resolved(resolve(document))
-    solve_resolved(resolved) = the layout's step (``solvers.engine``), the ledger on that step
+    solve_resolved(resolved) = the layout's step (``solvers.engine``: a given layout's was evaluated once by
+                               ``resolve``, ``layout: auto`` runs the search), the ledger on that step
                                (``solvers.ledger``), the report composed (``solvers.report``)
     solve_many(documents)    = one report or one error per document
     reprice_many(held, ...)  = the ``tco`` sections of many held plans under new prices, in one vectorised pass
@@ -13,6 +14,7 @@ their ``Resolved`` and step figures and calls ``reprice_many``.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -22,7 +24,7 @@ from solvers import engine
 from solvers.errors import ScenarioError, SolverInternalError, reason_to_error
 from solvers.inputs import Resolved, resolve
 from solvers.layout import Layout
-from solvers.ledger import LedgerInputs, compute_ledger, energy_carbon, reliability, schedule, tco
+from solvers.ledger import LedgerInputs, compute_ledger, energy_carbon, schedule, tco
 from solvers.report import compose
 from solvers.report_types import Report, SearchSummary, TcoBlock
 from solvers.search.ranking import search_resolved
@@ -40,20 +42,18 @@ def solve(document: Any) -> Report:
     Example: ``solve({"model": {"preset": "llama3-8b"}, "cluster": {"node": "dgx-h100", "gpus": 64}})``
     returns a report whose ``step.step_s`` is the time of one optimizer step of a ~4M-token batch.
     """
-    # A Resolved of this call's own (never kept): the report takes its document and assumptions as they are.
-    return _solve(resolve(document), owned=True)
+    return solve_resolved(resolve(document))
 
 
 def solve_resolved(resolved: Resolved) -> Report:
     """The report of a resolved scenario. ``resolved`` is only read: the report gets its own copies of the
     scenario document and the assumptions, so solving one ``Resolved`` again gives an equal report."""
-    return _solve(resolved, owned=False)
-
-
-def _solve(resolved: Resolved, *, owned: bool) -> Report:
     layout, row, search = pick_layout(resolved)
-    ledger = compute_ledger(ledger_inputs(resolved, row["step_s"], row["gpu_busy_fraction"]))
-    return compose(resolved, layout, row, ledger, search, owned=owned)
+    # The ledger's assumption entries and its reliability block depend on the scenario only: ``resolve``
+    # made them once, into ``resolved``.
+    inputs = ledger_inputs(resolved, row["step_s"], row["gpu_busy_fraction"])
+    ledger = compute_ledger(inputs, assumptions=False, held_reliability=resolved.reliability)
+    return compose(resolved, layout, row, ledger, search)
 
 
 def solve_many(documents: Iterable[Any]) -> list[Report | dict[str, Any]]:
@@ -70,17 +70,16 @@ def solve_many(documents: Iterable[Any]) -> list[Report | dict[str, Any]]:
 def pick_layout(resolved: Resolved) -> tuple[Layout, dict[str, Any], SearchSummary | None]:
     """The scenario's layout, its engine row (python scalars) and the search summary (None for a given one).
 
-    One layout: the engine's first broken rule is a ``ScenarioError`` naming its field. ``layout: auto``:
+    One layout: its row as ``resolve`` evaluated it (``Resolved.step``), or the engine's first broken rule as
+    a ``ScenarioError`` naming its field. ``layout: auto``:
     ``solvers.search`` enumerates and evaluates every candidate with the same engine and the fastest layout
     that fits in memory is reported; the summary counts rejections by rule.
     """
     model, cluster, training = resolved.model, resolved.cluster, resolved.training
-    if not resolved.layout_auto:
-        layout = Layout.of(resolved.layouts)
-        row, reason = engine.evaluate_one(model=model, cluster=cluster, training=training, layout=layout)
-        if row is None:
-            raise ScenarioError([reason_to_error(reason or "training.layout: invalid layout")])
-        return layout, row, None
+    if resolved.layout is not None:  # a given layout: ``resolve`` evaluated its step once
+        if resolved.step is None:
+            raise ScenarioError([reason_to_error(resolved.layout_rule or "training.layout: invalid layout")])
+        return resolved.layout, dict(resolved.step), None
     result = search_resolved(resolved)  # raises ScenarioError naming the rule when nothing is feasible
     layout = Layout.of(result.layouts, 0)
     row, _ = engine.evaluate_one(model=model, cluster=cluster, training=training, layout=layout)
@@ -106,10 +105,14 @@ def ledger_inputs(
     """The ledger's inputs for ``resolved`` at one step, with ``prices`` (LedgerInputs names, see
     ``PRICE_FIELDS``) in place of the scenario's own. The parser checked every field: nothing is checked
     again."""
-    fields = resolved.ledger_fields if prices is None else {**resolved.ledger_fields, **prices}
-    return LedgerInputs(
-        float(step_s), float(gpu_busy_fraction), float(resolved.training.global_batch_tokens), **fields
-    )
+    step = (float(step_s), float(gpu_busy_fraction), float(resolved.training.global_batch_tokens))
+    if prices is None:  # one C call reads the 35 fields in LedgerInputs' order
+        return LedgerInputs._make(step + _SCENARIO_FIELDS(resolved.ledger_fields))
+    return LedgerInputs(*step, **{**resolved.ledger_fields, **prices})
+
+
+# LedgerInputs' scenario fields (all but the step's three), in its order.
+_SCENARIO_FIELDS = operator.attrgetter(*LedgerInputs._fields[3:])
 
 
 def reprice_many(
@@ -133,7 +136,7 @@ def reprice_many(
     rows: list[tuple[Any, ...]] = []  # python floats: one plan, one layout
     for resolved, (step_s, busy), price in zip(held, steps, prices, strict=True):
         inp = ledger_inputs(resolved, step_s, busy, price)
-        r = reliability(inp)
+        r = resolved.reliability  # prices move no failure and no checkpoint
         sched = schedule(inp, r, step_s=inp.step_s, tokens_per_step=inp.tokens_per_step, shape=())
         e = energy_carbon(inp, r, sched, busy=inp.gpu_busy_fraction)
         shares = r.shares

@@ -35,7 +35,7 @@ from solvers import reliability as rel
 from solvers import sustainability as sus
 from solvers.catalog.regions import REGIONS
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
-from solvers.ledger_assumptions import ledger_assumptions
+from solvers.ledger_assumptions import ScenarioLedger, ledger_assumptions
 from solvers.ledger_checks import check_ledger_inputs
 from solvers.ledger_defaults import DEFAULTS
 from solvers.ledger_inputs import FIELD_PATHS, LedgerInputs, Num
@@ -185,7 +185,7 @@ def ledger_inputs_with_defaults(*, region: str | None = None, **given: Any) -> L
     return inputs
 
 
-def reliability(inp: LedgerInputs) -> Reliability:
+def reliability(inp: ScenarioLedger) -> Reliability:
     """MTBF, checkpoint size and write time, checkpoint interval and goodput shares of one scenario.
 
     Equations (each in the module named): node MTBF in series and cluster MTBF = node / nodes
@@ -432,10 +432,15 @@ def tco(
     )
 
 
-def compute_ledger(inp: LedgerInputs) -> LedgerResult:
+def compute_ledger(
+    inp: LedgerInputs, *, assumptions: bool = True, held_reliability: Reliability | None = None
+) -> LedgerResult:
     """Reliability, schedule, energy, carbon, water and TCO of one scenario over one or many layouts: the
     four blocks (``reliability``, ``schedule``, ``energy_carbon``, ``tco``) as the report's sections, with
-    their assumptions (``solvers.ledger_assumptions``) and warnings.
+    their assumptions (``solvers.ledger_assumptions``) and warnings. ``assumptions=False`` leaves the
+    assumptions list empty: they depend on the scenario only, and ``resolve`` wrote them into the
+    ``Resolved`` once. ``held_reliability`` is ``reliability(inp)`` made before (``Resolved.reliability``:
+    it reads no step figure and no price), used as it is.
 
     Example: 512 H100, Llama-3-70B (70.6e9 params, Adam bf16), one writer at 7 GB/s, 30-day window:
     node MTBF 4,285.71 h, cluster 66.96 h, checkpoint 988.4 GB written in 141.2 s, interval 2.27 h (daly)
@@ -469,7 +474,7 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
                 raise SolverInternalError("the ledger produced a non-finite number")
             return array.copy()
 
-    r = reliability(inp)
+    r = reliability(inp) if held_reliability is None else held_reliability
     s = schedule(inp, r, step_s=step_s, tokens_per_step=tokens_per_step, shape=shape)
     e = energy_carbon(inp, r, s, busy=busy)
     shares = r.shares
@@ -544,7 +549,7 @@ def compute_ledger(inp: LedgerInputs) -> LedgerResult:
         energy=energy_block,
         carbon=carbon_block,
         tco=tco_block,
-        assumptions=ledger_assumptions(inp),
+        assumptions=ledger_assumptions(inp) if assumptions else [],
         warnings=[*r.warnings, *s.warnings],
     )
 

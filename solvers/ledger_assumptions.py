@@ -1,17 +1,19 @@
 """The assumptions ledger of the reliability, schedule, energy, carbon and TCO blocks: which convention and
 which input each of their numbers rests on, with its source, in the order a report lists them.
 
-The texts depend on the scenario's inputs only (never on the step), so a caller that re-prices or re-solves
-one scenario may keep the list it got; nothing is kept here.
+The texts depend on the scenario's inputs only (never on the step): ``solvers.inputs.resolve`` writes them
+once into the ``Resolved`` (from its ``LedgerFields``), with the step's conventions (``step_assumptions``);
+nothing is kept here.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Protocol
 
 from solvers import checkpoint as ckpt
 from solvers.ledger_defaults import DEFAULTS
-from solvers.ledger_inputs import LedgerInputs
 from solvers.plain import to_plain
 from solvers.report_types import Assumption
 
@@ -30,7 +32,96 @@ _LEDGER_SOURCES = {
 }
 
 
-def ledger_assumptions(inp: LedgerInputs) -> list[Assumption]:
+class ScenarioLedger(Protocol):
+    """What the assumption texts and ``solvers.ledger.reliability`` read: the scenario's ledger fields, never
+    a step figure (``LedgerInputs`` and ``solvers.inputs.LedgerFields`` both have them)."""
+
+    @property
+    def gpus(self) -> int: ...
+    @property
+    def params(self) -> float: ...
+    @property
+    def restart_s(self) -> float: ...
+    @property
+    def gpus_per_node(self) -> int: ...
+    @property
+    def mtbf_convention(self) -> str: ...
+    @property
+    def gpu_mttf_h(self) -> float: ...
+    @property
+    def nic_mttf_h(self) -> float: ...
+    @property
+    def psu_mttf_h(self) -> float: ...
+    @property
+    def nics_per_node(self) -> int: ...
+    @property
+    def psus_per_node(self) -> int: ...
+    @property
+    def other_mttf_h(self) -> tuple[float, ...]: ...
+    @property
+    def optimizer(self) -> str: ...
+    @property
+    def precision(self) -> str: ...
+    @property
+    def checkpoint_writers(self) -> int | None: ...
+    @property
+    def storage_per_writer_gb_s(self) -> float: ...
+    @property
+    def storage_write_gb_s(self) -> float: ...
+    @property
+    def checkpoint_interval_h(self) -> float | None: ...
+    @property
+    def interval_method(self) -> str: ...
+    @property
+    def goodput_ledger(self) -> str: ...
+    @property
+    def total_tokens(self) -> float | None: ...
+    @property
+    def job_days(self) -> float | None: ...
+    @property
+    def idle_fraction(self) -> float: ...
+    @property
+    def host_w_per_node(self) -> float: ...
+    @property
+    def embodied_lifetime_years(self) -> float: ...
+    @property
+    def grid_gco2_per_kwh(self) -> float: ...
+    @property
+    def amortization_years(self) -> float: ...
+    @property
+    def infra_multiplier(self) -> float: ...
+    @property
+    def maintenance_per_year(self) -> float: ...
+    @property
+    def cloud_usd_per_gpu_hour(self) -> float | None: ...
+
+
+def step_assumptions(peaks: Mapping[str, float], precision: str) -> list[Assumption]:
+    """The step's conventions: how model FLOPs are counted and which peaks ``mfu`` and ``mfu_bf16`` use."""
+    return [
+        {
+            "key": "step.model_flops_per_token",
+            "value": "6 * active_params + 12 * layers * hidden * seq_len",
+            "unit": "FLOP/token",
+            "source": "PaLM convention (Chowdhery et al. 2022, appendix B), non-causal attention; recompute "
+            "excluded from mfu and counted in hfu",
+        },
+        {
+            "key": "step.mfu",
+            "value": peaks[precision],
+            "unit": "TFLOP/s",
+            "source": f"dense {precision} peak of the accelerator (the training precision)",
+        },
+        {
+            "key": "step.mfu_bf16",
+            "value": peaks["bf16"],
+            "unit": "TFLOP/s",
+            "source": "dense BF16 peak of the accelerator (DeepSeek-V3 quotes its FP8 run this way)",
+        },
+    ]
+
+
+def ledger_assumptions(inp: ScenarioLedger) -> list[Assumption]:
     """The conventions and inputs ``compute_ledger`` used, in the order of the report's ``assumptions``: a
     fresh list of fresh entries on every call (the report owns them)."""
     notes: list[Assumption] = []

@@ -25,36 +25,12 @@ from solvers.errors import SolverInternalError, reason_to_error
 from solvers.inputs import SCHEMA_VERSION, Resolved
 from solvers.layout import Layout
 from solvers.ledger import LedgerResult
+from solvers.ledger_assumptions import step_assumptions
 from solvers.report_types import Assumption, LayoutBlock, Report, SearchSummary
 
 __all__ = ["compose", "compose_report", "reason_to_error", "step_assumptions"]
 
 _GB = 1e9
-
-
-def step_assumptions(peaks: Mapping[str, float], precision: str) -> list[Assumption]:
-    """The step's conventions: how model FLOPs are counted and which peaks ``mfu`` and ``mfu_bf16`` use."""
-    return [
-        {
-            "key": "step.model_flops_per_token",
-            "value": "6 * active_params + 12 * layers * hidden * seq_len",
-            "unit": "FLOP/token",
-            "source": "PaLM convention (Chowdhery et al. 2022, appendix B), non-causal attention; recompute "
-            "excluded from mfu and counted in hfu",
-        },
-        {
-            "key": "step.mfu",
-            "value": peaks[precision],
-            "unit": "TFLOP/s",
-            "source": f"dense {precision} peak of the accelerator (the training precision)",
-        },
-        {
-            "key": "step.mfu_bf16",
-            "value": peaks["bf16"],
-            "unit": "TFLOP/s",
-            "source": "dense BF16 peak of the accelerator (DeepSeek-V3 quotes its FP8 run this way)",
-        },
-    ]
 
 
 def compose_report(
@@ -84,7 +60,7 @@ def compose_report(
         "expert_tp": int(layout["expert_tp"]),
         "grad_reduce_dtype": str(layout["grad_reduce_dtype"]),
     }
-    return _compose(resolved, block, row, ledger, None if search is None else dict(search), owned=False)
+    return _compose(resolved, block, row, ledger, None if search is None else dict(search))
 
 
 def compose(
@@ -93,16 +69,13 @@ def compose(
     row: Mapping[str, Any],
     ledger: LedgerResult,
     search: SearchSummary | None = None,
-    *,
-    owned: bool = False,
 ) -> Report:
     """The report of ``resolved`` at ``layout``, from the engine's ``row`` (python scalars) and ``ledger``.
 
-    ``owned``: ``resolved`` belongs to this report alone (``solve`` resolved it for this call), so the
-    report takes its document and assumptions as they are; otherwise it takes copies, and ``resolved`` stays
-    as it was.
+    The report owns every dict and list in it: ``resolved`` gives a new document and new assumption entries
+    on each read, and stays as it was.
     """
-    return _compose(resolved, layout.block(row["microbatches"]), row, ledger, search, owned=owned)
+    return _compose(resolved, layout.block(row["microbatches"]), row, ledger, search)
 
 
 def _compose(
@@ -111,8 +84,6 @@ def _compose(
     row: Mapping[str, Any],
     ledger: LedgerResult,
     search: Mapping[str, Any] | None,
-    *,
-    owned: bool,
 ) -> Report:
     warnings = list(resolved.warnings)
     fits = bool(row["fits"])
@@ -129,16 +100,10 @@ def _compose(
             "step (step.roofline_bound)"
         )
     warnings.extend(ledger.warnings)  # texts the ledger wrote
-    if owned:
-        document = resolved.document
-        assumptions: list[Assumption] = resolved.assumptions  # type: ignore[assignment]
-    else:
-        document = _json_copy(resolved.document)
-        assumptions = _copy_assumptions(resolved.assumptions)
-    assumptions.extend(
-        step_assumptions(resolved.cluster.accelerator.peak_tflops, resolved.training.precision)
-    )
-    assumptions.extend(ledger.assumptions)
+    document = resolved.document
+    # The scenario's, the step's and the ledger's entries: all of them depend on the scenario only, and
+    # ``resolve`` wrote them once (``ledger.assumptions`` are the same entries when the ledger made them).
+    assumptions: list[Assumption] = resolved.report_assumptions  # type: ignore[assignment]
     report: Report = {
         "schema_version": SCHEMA_VERSION,
         "solver_version": version.SOLVER_VERSION,
@@ -204,32 +169,6 @@ def _compose(
     if search is not None:
         report["search"] = dict(search)
     return _checked(report, row)
-
-
-def _json_copy(value: Any) -> Any:
-    """A copy of a JSON-like value in which every dict and list is a new plain one (strings and numbers are
-    shared). A leaf is told by its exact type, one set lookup: most of a document is leaves."""
-    if isinstance(value, dict):
-        return {key: item if type(item) in _LEAVES else _json_copy(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [item if type(item) in _LEAVES else _json_copy(item) for item in value]
-    return value
-
-
-_LEAVES = frozenset({str, int, float, bool, type(None)})
-
-
-def _copy_assumptions(entries: list[dict[str, Any]]) -> list[Assumption]:
-    """The assumption entries as new plain dicts ({key, value, unit, source}: only ``value`` may hold a
-    container, copied too)."""
-    out: list[Any] = list(map(dict.copy, entries))
-    for entry in out:
-        if isinstance(entry["value"], _CONTAINERS):
-            entry["value"] = _json_copy(entry["value"])
-    return out
-
-
-_CONTAINERS = (dict, list, tuple)
 
 
 def _checked(report: Report, row: Mapping[str, Any]) -> Report:

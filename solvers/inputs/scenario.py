@@ -22,10 +22,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import marshal
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from solvers import engine
 from solvers.canonical import canonical_hash
 from solvers.errors import ScenarioError, SolverInternalError
 from solvers.inputs import fields
@@ -37,6 +39,9 @@ from solvers.inputs.model import parse_model
 from solvers.inputs.reader import SCENARIO, Assumption, Reader
 from solvers.inputs.site import parse_site
 from solvers.inputs.training import parse_training, parse_training_alone
+from solvers.layout import Layout
+from solvers.ledger import Reliability, reliability
+from solvers.ledger_assumptions import ledger_assumptions, step_assumptions
 from solvers.plain import all_plain_finite
 from solvers.specs import ClusterSpec, LayoutBatch, ModelSpec, TrainingSpec
 
@@ -123,12 +128,13 @@ class Resolved:
     """A fully resolved scenario: what the engine and the ledger need, and how each value was chosen.
 
     Immutable throughout: specs are frozen dataclasses, the layout arrays are read-only, the document is kept
-    as its JSON text and the assumptions as ``Assumption`` rows. ``document`` and ``assumptions`` give the
-    caller a fresh dict and list every time they are read. ``with_prices`` gives the same scenario at other
-    prices without parsing anything again.
+    as ``marshal`` bytes (of this process's own making; a third of the time of decoding its JSON text, and
+    every float comes back with the same bits) and the assumptions as ``Assumption`` rows. ``document``,
+    ``assumptions`` and ``report_assumptions`` give the caller a fresh dict and list every time they are
+    read. ``with_prices`` gives the same scenario at other prices without parsing anything again.
     """
 
-    document_json: str  # complete explicit scenario document (presets expanded, defaults filled), as JSON
+    document_bytes: bytes  # complete explicit scenario document (presets expanded, defaults filled), marshal
     model: ModelSpec
     cluster: ClusterSpec
     training: TrainingSpec
@@ -136,15 +142,28 @@ class Resolved:
     layout_auto: bool
     ledger_fields: LedgerFields
     notes: tuple[Assumption, ...]
+    # The step's and the ledger's assumption entries: they depend on the scenario only (accelerator peaks,
+    # precision, ledger fields), so they are written here once and every report copies them.
+    solve_notes: tuple[Assumption, ...]
+    # The ledger's failures and checkpoints (``solvers.ledger.reliability``): they read no step figure and no
+    # price, so they are made here once (frozen) and every report and re-pricing of the scenario uses them.
+    reliability: Reliability
+    # The given layout (None with ``layout_auto``), its engine row as (name, value) pairs of python scalars
+    # (``solvers.engine.evaluate_one``: the step reads no price), or the first layout rule it breaks. The
+    # step of a given layout depends on the scenario only, so it is evaluated here once; ``solve_resolved``
+    # raises the rule as a ``ScenarioError``, as ``solve`` does.
+    layout: Layout | None
+    step: tuple[tuple[str, float | int | bool], ...] | None
+    layout_rule: str | None
     warnings: tuple[str, ...]
-    document_hash: str  # canonical_hash of the document in ``document_json``
-    # Prices set by ``with_prices`` over ``document_json``: (document path, value), in the order first set.
+    document_hash: str  # canonical_hash of the document in ``document_bytes``
+    # Prices set by ``with_prices`` over ``document_bytes``: (document path, value), in the order first set.
     prices: tuple[tuple[str, float | None], ...] = ()
 
     @property
     def document(self) -> dict[str, Any]:
         """The resolved document (prices included), a new copy on each read."""
-        document: dict[str, Any] = json.loads(self.document_json)
+        document: dict[str, Any] = marshal.loads(self.document_bytes)
         for path, value in self.prices:
             part, _, name = path.rpartition(".")
             target = document
@@ -162,6 +181,21 @@ class Resolved:
     def assumptions(self) -> list[dict[str, Any]]:
         """The assumptions ledger as report entries, a new list on each read."""
         return [note.as_dict() for note in self.notes]
+
+    @property
+    def report_assumptions(self) -> list[dict[str, Any]]:
+        """The report's ``assumptions``: the scenario's, the step's and the ledger's entries, in that order,
+        as new dicts in a new list on each read (one dict display per entry: a report has about a hundred)."""
+        return [
+            {
+                "key": key,
+                "value": list(value) if type(value) is tuple else value,
+                "unit": unit,
+                "source": source,
+            }
+            for notes in (self.notes, self.solve_notes)
+            for key, value, unit, source in notes
+        ]
 
     def with_prices(self, prices: Mapping[str, float | None]) -> Resolved:
         """This scenario with other prices, without parsing its document again.
@@ -203,11 +237,13 @@ class Resolved:
         changes: dict[str, Any] = {_PRICE_LEDGER[path]: value for path, value in values.items()}
         merged = dict(self.prices)
         merged.update(values)
+        ledger_fields = self.ledger_fields.replaced(changes)
         return dataclasses.replace(
             self,
             cluster=cluster,
-            ledger_fields=self.ledger_fields.replaced(changes),
+            ledger_fields=ledger_fields,
             notes=tuple(notes),
+            solve_notes=_solve_notes(cluster, self.training, ledger_fields),
             prices=tuple(merged.items()),
         )
 
@@ -218,9 +254,42 @@ def _price_notes(notes: list[Assumption], values: Mapping[str, Any]) -> list[int
     return [i for i, note in enumerate(notes) if note.key in keys]
 
 
-def _dumps(document: Mapping[str, Any]) -> str:
-    """JSON text that ``json.loads`` turns back into an equal document (floats round-trip exactly)."""
-    return json.dumps(document, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+def _frozen_document(document: dict[str, Any]) -> bytes:
+    """The document as bytes that ``marshal.loads`` turns back into an equal document of plain dicts and lists
+    (floats bit for bit), as a JSON reader of the report would see it: a tuple a caller gave in the document
+    is kept as a list. (The parsers refused every non-finite number and every value that is not JSON.)"""
+    plain: dict[str, Any] = (
+        document if not _has_tuple(document) else json.loads(json.dumps(document, allow_nan=False))
+    )
+    return marshal.dumps(plain)
+
+
+def _has_tuple(value: Any) -> bool:
+    """True when a tuple is anywhere inside the JSON-like ``value`` (one walk of its dicts and lists)."""
+    stack = [value]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is dict:
+            extend(item.values())
+        elif kind is list:
+            extend(item)
+        elif kind is tuple:
+            return True
+    return False
+
+
+def _solve_notes(
+    cluster: ClusterSpec, training: TrainingSpec, ledger: LedgerFields
+) -> tuple[Assumption, ...]:
+    """The step's and the ledger's assumption entries of a scenario, as rows (``Assumption``)."""
+    entries = step_assumptions(cluster.accelerator.peak_tflops, training.precision)
+    entries.extend(ledger_assumptions(ledger))
+    notes = tuple(Assumption(e["key"], e["value"], e["unit"], e["source"]) for e in entries)
+    if not all_plain_finite([note.value for note in notes]):
+        raise SolverInternalError("an assumption of the step or the ledger is not a plain finite value")
+    return notes
 
 
 def resolve(document: Any) -> Resolved:
@@ -285,8 +354,16 @@ def resolve(document: Any) -> Resolved:
     )
     batch = layout_batch(layouts)
     batch.freeze()
+    layout = step = rule = None
+    if not auto:
+        layout = Layout.of(batch)
+        row, rule = engine.evaluate_one(model=model, cluster=cluster.spec, training=train_spec, layout=layout)
+        if row is not None:
+            step = tuple(row.items())
+        elif rule is None:
+            rule = "training.layout: invalid layout"
     return Resolved(
-        document_json=_dumps(document_out),
+        document_bytes=_frozen_document(document_out),
         model=model,
         cluster=cluster.spec,
         training=train_spec,
@@ -294,6 +371,11 @@ def resolve(document: Any) -> Resolved:
         layout_auto=auto,
         ledger_fields=ledger_fields,
         notes=tuple(r.assumptions),
+        solve_notes=_solve_notes(cluster.spec, train_spec, ledger_fields),
+        reliability=reliability(ledger_fields),
+        layout=layout,
+        step=step,
+        layout_rule=rule,
         warnings=tuple(r.warnings),
         document_hash=canonical_hash(document_out),
     )

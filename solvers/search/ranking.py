@@ -262,7 +262,9 @@ def ledger_for_row(resolved: Resolved, row: Mapping[str, Any]) -> LedgerResult:
             gpu_busy_fraction=float(row["gpu_busy_fraction"]),
             tokens_per_step=float(resolved.training.global_batch_tokens),
             **resolved.ledger_fields,
-        )
+        ),
+        assumptions=False,  # the report takes them from ``resolved`` (``Resolved.report_assumptions``)
+        held_reliability=resolved.reliability,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import marshal
 import re
 from pathlib import Path
 from typing import Any
@@ -211,3 +212,11 @@ def test_ledger_fields_replaced_equals_dataclasses_replace() -> None:
     assert fields_["pue"] != 1.25  # the original is untouched
     with pytest.raises(TypeError, match="unknown ledger field"):
         fields_.replaced({"pu": 1.0})
+
+
+def test_resolved_document_keeps_a_given_tuple_as_a_list() -> None:
+    """The held document reads back as a JSON reader of the report sees it: a tuple a caller put in the
+    document comes back a list, floats bit for bit."""
+    held = marshal.loads(scenario._frozen_document({"a": [1, {"b": (1, 0.1 + 0.2)}], "c": "x"}))
+    assert held == {"a": [1, {"b": [1, 0.1 + 0.2]}], "c": "x"}
+    assert type(held["a"][1]["b"]) is list

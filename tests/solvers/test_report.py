@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers import solve, solve_many
+from solvers import engine, solve, solve_many, solve_resolved
 from solvers.canonical import canonical_hash
 from solvers.entry import SOLVER_VERSION
 from solvers.errors import ScenarioError, SolverInternalError
@@ -185,6 +185,35 @@ def test_engine_rule_becomes_a_scenario_error_with_a_path() -> None:
         solve(d)
     assert info.value.errors[0].path.startswith("training.")
     assert info.value.errors[0].message
+
+
+def test_a_layout_that_breaks_an_engine_rule_resolves_and_fails_to_solve() -> None:
+    """``resolve`` evaluates a given layout's step once and keeps the rule it breaks; ``solve_resolved``
+    raises it as ``solve`` does, every time (the held ``Resolved`` is only read)."""
+    d = doc()
+    d["training"]["global_batch_seqs"] = 100
+    resolved = resolve(d)
+    assert resolved.step is None and resolved.layout_rule
+    with pytest.raises(ScenarioError) as held:
+        solve_resolved(resolved)
+    with pytest.raises(ScenarioError) as again:
+        solve_resolved(resolved)
+    with pytest.raises(ScenarioError) as fresh:
+        solve(d)
+    assert held.value.as_dict() == again.value.as_dict() == fresh.value.as_dict()
+
+
+def test_a_held_step_is_the_engine_row_of_the_layout() -> None:
+    resolved = resolve(doc())
+    assert resolved.layout is not None and resolved.step is not None
+    row, rule = engine.evaluate_one(
+        model=resolved.model, cluster=resolved.cluster, training=resolved.training, layout=resolved.layout
+    )
+    assert rule is None and row == dict(resolved.step)
+    auto = doc()
+    auto["training"]["layout"] = "auto"
+    held = resolve(auto)
+    assert held.layout is None and held.step is None and held.layout_rule is None
 
 
 def test_auto_layout_picks_a_feasible_layout() -> None:
