@@ -176,6 +176,8 @@ def test_redis_restarted_without_persistence_with_50_runs_queued(
 
 
 def test_postgres_unreachable_for_5_s_during_solves(worker_factory, shipped_beat) -> None:
+    from urllib.parse import quote
+
     import dj_database_url
 
     plans = make_plans(40)
@@ -183,7 +185,9 @@ def test_postgres_unreachable_for_5_s_during_solves(worker_factory, shipped_beat
     proxy = CuttableProxy(target_port=int(url["PORT"] or 5432))
     proxy.start()
     try:
-        proxied = f"postgres://{url['USER']}@127.0.0.1:{proxy.port}/{url['NAME']}"
+        # The same role and password (the embedded server asks for one), through the proxy's port.
+        password = f":{quote(url['PASSWORD'], safe='')}" if url.get("PASSWORD") else ""
+        proxied = f"postgres://{url['USER']}{password}@127.0.0.1:{proxy.port}/{url['NAME']}"
         worker = worker_factory(
             concurrency=2,
             env=worker_env(DATABASE_URL=proxied, SCENARIOS_TEST_SOLVE_DELAY_S="0.1"),
