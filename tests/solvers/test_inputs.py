@@ -220,3 +220,22 @@ def test_resolved_document_keeps_a_given_tuple_as_a_list() -> None:
     held = marshal.loads(scenario._frozen_document({"a": [1, {"b": (1, 0.1 + 0.2)}], "c": "x"}))
     assert held == {"a": [1, {"b": [1, 0.1 + 0.2]}], "c": "x"}
     assert type(held["a"][1]["b"]) is list
+
+
+def test_ledger_fields_are_the_ledger_inputs_but_the_step() -> None:
+    """``LedgerFields`` (what the parser resolves) and ``LedgerInputs`` (what the ledger reads) list the same
+    fields with the same types, but the three step figures: a field added to one and not the other fails
+    here, not in a report."""
+    import dataclasses
+    import typing
+
+    from solvers.inputs.scenario import LedgerFields
+    from solvers.ledger_inputs import LedgerInputs
+
+    step = ("step_s", "gpu_busy_fraction", "tokens_per_step")
+    assert LedgerInputs._fields[:3] == step
+    assert sorted(f.name for f in dataclasses.fields(LedgerFields)) == sorted(LedgerInputs._fields[3:])
+    inputs_types = typing.get_type_hints(LedgerInputs)
+    fields_types = typing.get_type_hints(LedgerFields)
+    for name in LedgerInputs._fields[3:]:
+        assert fields_types[name] == inputs_types[name], name
