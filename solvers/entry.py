@@ -27,7 +27,9 @@ from solvers.layout import Layout
 from solvers.ledger import LedgerInputs, compute_ledger, energy_carbon, schedule, tco
 from solvers.report import compose
 from solvers.report_types import Report, SearchSummary, TcoBlock
+from solvers.search.envelope import load_envelope, support_blocks
 from solvers.search.ranking import search_resolved
+from solvers.search.request import DEFAULT_WITHIN_VALIDATED
 from solvers.version import SOLVER_VERSION
 
 __all__ = ["SOLVER_VERSION", "reprice_many", "solve", "solve_many", "solve_resolved"]
@@ -73,14 +75,25 @@ def pick_layout(resolved: Resolved) -> tuple[Layout, dict[str, Any], SearchSumma
     One layout: its row as ``resolve`` evaluated it (``Resolved.step``), or the engine's first broken rule as
     a ``ScenarioError`` naming its field. ``layout: auto``:
     ``solvers.search`` enumerates and evaluates every candidate with the same engine and the fastest layout
-    that fits in memory is reported; the summary counts rejections by rule.
+    that fits in memory is reported; the summary counts rejections by rule. As a search does by default, it
+    keeps to the layouts inside the envelope of validated runs (``solvers.search.envelope``); when none of
+    them is feasible it ranks them all (``within_validated`` false in the summary), and the chosen layout's
+    ``support`` says how far it lies from the validated runs and why.
     """
     model, cluster, training = resolved.model, resolved.cluster, resolved.training
     if resolved.layout is not None:  # a given layout: ``resolve`` evaluated its step once
         if resolved.step is None:
             raise ScenarioError([reason_to_error(resolved.layout_rule or "training.layout: invalid layout")])
         return resolved.layout, dict(resolved.step), None
-    result = search_resolved(resolved)  # raises ScenarioError naming the rule when nothing is feasible
+    envelope = load_envelope()
+    try:
+        result = search_resolved(resolved, within_validated=DEFAULT_WITHIN_VALIDATED, envelope=envelope)
+    except ScenarioError as exc:
+        # A solve must give a report: with no feasible layout inside the envelope it ranks every layout and
+        # its ``support`` block says why the one it picks is unlike the validated runs.
+        if not DEFAULT_WITHIN_VALIDATED or exc.errors[0].path != "search.within_validated":
+            raise
+        result = search_resolved(resolved, within_validated=False, envelope=envelope)
     layout = Layout.of(result.layouts, 0)
     row, _ = engine.evaluate_one(model=model, cluster=cluster, training=training, layout=layout)
     if row is None:  # the search keeps only layouts that keep every rule
@@ -92,6 +105,14 @@ def pick_layout(resolved: Resolved) -> tuple[Layout, dict[str, Any], SearchSumma
         "feasible": result.feasible,
         "rejected": result.rejected,
         "elapsed_s": result.elapsed_s,
+        "within_validated": result.within_validated,
+        "support": support_blocks(
+            model=model,
+            cluster=cluster,
+            training=training,
+            layouts=result.layouts.take(slice(0, 1)),
+            envelope=envelope,
+        )[0],
     }
     return layout, row, summary
 

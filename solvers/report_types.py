@@ -152,6 +152,8 @@ class SearchSummary(TypedDict, total=False):
     feasible: int
     rejected: dict[str, int]
     elapsed_s: float
+    within_validated: bool  # whether the layouts outside the validated envelope were left out
+    support: dict[str, Any]  # the chosen layout's closeness to validated runs (solvers.search.envelope)
 
 
 class _ReportRequired(TypedDict):

@@ -2,13 +2,14 @@
 
 ``space`` builds the candidate space (``enumerate_layouts``, ``count_layouts``), ``ranking`` evaluates and
 ranks it (``search_resolved``: layouts and their figures, the Pareto front), ``request`` reads a document's
-``search`` section, and ``document`` composes the search document (``search_document``), which needs the
+``search`` section, ``envelope`` says how close a layout is to the validated runs, and ``document`` composes the search document (``search_document``), which needs the
 report: import it from ``solvers.search.document``. This package's own names stay below the report, so that
 a single solve with ``layout: auto`` can rank layouts without an import circle.
 """
 
 from __future__ import annotations
 
+from solvers.search.envelope import Envelope, load_envelope, support_blocks
 from solvers.search.ranking import (
     DEFAULT_PARETO,
     EVAL_CHUNK_LAYOUTS,
@@ -28,6 +29,7 @@ from solvers.search.ranking import (
 )
 from solvers.search.request import (
     DEFAULT_TOP,
+    DEFAULT_WITHIN_VALIDATED,
     MAX_TOP,
     SEARCH_KEYS,
     SearchRequest,
@@ -58,6 +60,7 @@ from solvers.search.space import (
 __all__ = [
     "DEFAULT_PARETO",
     "DEFAULT_TOP",
+    "DEFAULT_WITHIN_VALIDATED",
     "EVAL_CHUNK_LAYOUTS",
     "MAX_AXIS_INTEGER",
     "MAX_AXIS_VALUES",
@@ -77,6 +80,7 @@ __all__ = [
     "STEP_TERMS",
     "VIRTUAL_STAGES",
     "Enumeration",
+    "Envelope",
     "Progress",
     "SearchRequest",
     "SearchResult",
@@ -89,10 +93,12 @@ __all__ = [
     "layout_dict",
     "ledger_for_row",
     "ledger_metrics",
+    "load_envelope",
     "parse_search_request",
     "reason_key",
     "search_resolved",
     "space_from_document",
+    "support_blocks",
     "take",
     "with_auto_layout",
 ]

@@ -17,6 +17,7 @@ from solvers import engine
 from solvers.errors import ScenarioError
 from solvers.inputs import Resolved, layout_from_batch, resolve
 from solvers.report import compose_report, reason_to_error
+from solvers.search.envelope import Envelope, load_envelope, support_blocks
 from solvers.search.ranking import (
     EVAL_CHUNK_LAYOUTS,
     STEP_TERMS,
@@ -67,11 +68,15 @@ def search_output(
     *,
     top: int = DEFAULT_TOP,
     baseline: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
+    baseline_layouts: LayoutBatch | None = None,
+    envelope: Envelope | None = None,
 ) -> dict[str, Any]:
     """The search document: counts, the best layout's full report, top alternatives, the Pareto front.
 
     Alternatives skip layouts whose step time and memory equal one already listed (e.g. a gradient dtype
     that no exchange exposes). ``baseline`` (layout, engine row) adds the given layout and what moved.
+    Every listed layout (and the baseline, given its one-layout batch ``baseline_layouts``) carries
+    ``support``: how close it is to the validated runs (``solvers.search.envelope.support_blocks``).
     """
     listed: list[int] = [0]
     seen = {(float(result.metrics["step_s"][0]), float(result.metrics["memory_bytes"][0]))}
@@ -95,6 +100,17 @@ def search_output(
         )
     )
     layouts = {k: layout_dict(result.layouts, k) for k in wanted}
+    envelope = envelope or load_envelope()
+    specs = {"model": resolved.model, "cluster": resolved.cluster, "training": resolved.training}
+    support = dict(
+        zip(
+            wanted,
+            support_blocks(
+                **specs, layouts=take(result.layouts, np.array(wanted, dtype=np.int64)), envelope=envelope
+            ),
+            strict=True,
+        )
+    )
 
     summary = {
         "objective": result.objective,
@@ -111,6 +127,7 @@ def search_output(
         ledger=ledger_for_row(resolved, best_row),
         search=summary,
     )
+    best["support"] = support[0]
     alternatives = []
     for k in listed[1:]:
         item = _compact(rank=k + 1, layout=layouts[k], row=rows[k], metrics=_metrics_at(result, k))
@@ -120,6 +137,7 @@ def search_output(
             candidate_layout=layouts[k],
             candidate_row=rows[k],
         )["summary"]
+        item["support"] = support[k]
         alternatives.append(item)
     out: dict[str, Any] = {
         "objective": result.objective,
@@ -128,12 +146,16 @@ def search_output(
         "feasible": result.feasible,
         "elapsed_s": result.elapsed_s,
         "rejected": result.rejected,
+        "within_validated": result.within_validated,
         "best": best,
         "alternatives": alternatives,
         "pareto_objectives": list(result.pareto_objectives),
         "pareto_size": int(result.pareto.shape[0]),
         "pareto": [
-            _compact(rank=k + 1, layout=layouts[k], row=rows[k], metrics=_metrics_at(result, k))
+            {
+                **_compact(rank=k + 1, layout=layouts[k], row=rows[k], metrics=_metrics_at(result, k)),
+                "support": support[k],
+            }
             for k in front
         ],
         "space": result.space.as_dict(),
@@ -159,6 +181,10 @@ def search_output(
                 candidate_row=best_row,
             ),
         }
+        if baseline_layouts is not None:
+            out["baseline"]["support"] = support_blocks(**specs, layouts=baseline_layouts, envelope=envelope)[
+                0
+            ]
     return out
 
 
@@ -169,17 +195,22 @@ def search_document(
     top: int | None = None,
     pareto: Sequence[str] | None = None,
     progress: Progress | None = None,
+    within_validated: bool | None = None,
 ) -> dict[str, Any]:
     """Search a scenario document (CONTRACT.md "Search"); a ``search`` section may set objective, top,
-    pareto and space, and the keyword arguments override it.
+    pareto, space and within_validated (default true: only layouts inside the envelope of validated runs,
+    ``solvers.search.envelope``), and the keyword arguments override it.
 
     When ``training.layout`` is a mapping it is validated, evaluated and reported as ``baseline`` with what
     moved between it and the best layout (or with the rule it breaks as ``baseline.error``); the search
     itself always covers the whole space.
     """
-    request = parse_search_request(document, objective=objective, top=top, pareto=pareto)
+    request = parse_search_request(
+        document, objective=objective, top=top, pareto=pareto, within_validated=within_validated
+    )
     resolved = resolve(with_auto_layout(request.scenario))
     baseline: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None
+    baseline_layouts: LayoutBatch | None = None
     baseline_error: dict[str, Any] | None = None
     training = request.scenario.get("training")
     if isinstance(training, Mapping) and isinstance(training.get("layout"), Mapping):
@@ -191,6 +222,7 @@ def search_document(
             if not bool(ok[0]):
                 raise ScenarioError([reason_to_error(reasons[0] or "training.layout: invalid layout")])
             baseline = (layout_from_batch(given.layouts, 0), _layout_rows(given, given.layouts)[0])
+            baseline_layouts = given.layouts
         except ScenarioError as exc:
             # The given layout is only a point of comparison: the search still covers the whole space.
             baseline_error = exc.as_dict()
@@ -198,10 +230,24 @@ def search_document(
         request.space,
         default=default_space(model=resolved.model, cluster=resolved.cluster, training=resolved.training),
     )
+    envelope = load_envelope()
     result = search_resolved(
-        resolved, objective=request.objective, pareto=request.pareto, space=space, progress=progress
+        resolved,
+        objective=request.objective,
+        pareto=request.pareto,
+        space=space,
+        progress=progress,
+        within_validated=request.within_validated,
+        envelope=envelope,
     )
-    out = search_output(resolved, result, top=request.top, baseline=baseline)
+    out = search_output(
+        resolved,
+        result,
+        top=request.top,
+        baseline=baseline,
+        baseline_layouts=baseline_layouts,
+        envelope=envelope,
+    )
     if baseline_error is not None and isinstance(training, Mapping):
         out["baseline"] = {"layout": dict(training["layout"]), "error": baseline_error}
     return out

@@ -28,6 +28,14 @@ from solvers.errors import FieldError, ScenarioError
 from solvers.inputs import Resolved, layout_from_batch
 from solvers.ledger import LedgerInputs, LedgerResult, compute_ledger
 from solvers.pareto import MAX_OBJECTIVES, MIN_OBJECTIVES, pareto_indices
+from solvers.search.envelope import (
+    Envelope,
+    inside_mask,
+    load_envelope,
+    model_class,
+    rejection_reason,
+    support_blocks,
+)
 from solvers.search.space import (
     MAX_LAYOUTS_PER_SEARCH,
     SearchSpace,
@@ -95,6 +103,7 @@ class SearchResult:
     pareto_objectives: tuple[str, ...]
     pareto: IntArray
     space: SearchSpace
+    within_validated: bool = False  # whether layouts outside the validated envelope were left out
 
 
 def check_objectives(*, objective: str, pareto: Sequence[str], path: str = "search") -> tuple[str, ...]:
@@ -154,6 +163,8 @@ def search_resolved(
     space: SearchSpace | None = None,
     max_layouts: int = MAX_LAYOUTS_PER_SEARCH,
     progress: Progress | None = None,
+    within_validated: bool = False,
+    envelope: Envelope | None = None,
 ) -> SearchResult:
     """Search every layout of a resolved scenario (``solvers.inputs.Resolved``) and rank the feasible ones.
 
@@ -162,7 +173,10 @@ def search_resolved(
     layouts that do not fit in memory are dropped (counted under ``memory.fits``); the ledger prices the
     feasible ones when needed; rank by the objective, ties by step time, then memory per GPU, then
     enumeration order; Pareto front over ``pareto`` (2 or 3 metrics, all minimised).
-    Raises ``ScenarioError`` when no layout is valid or none fits.
+    With ``within_validated`` the layouts outside the validated envelope (``solvers.search.envelope``,
+    ``envelope`` or the catalog's file) are left out before evaluation, counted by the feature that fails.
+    Raises ``ScenarioError`` when no layout is valid, none lies inside the envelope (at
+    ``search.within_validated``) or none fits.
     """
     started = time.perf_counter()
     pareto_names = check_objectives(objective=objective, pareto=pareto)
@@ -192,6 +206,9 @@ def search_resolved(
             "training.layout",
             f"auto: none of {enum.candidates:,} candidate layouts is valid; most common rule: {common}",
         )
+    if within_validated:
+        valid = _inside_envelope(resolved, valid, envelope or load_envelope(), rejected)
+        n = len(valid)
 
     step_s = np.empty(n)
     busy = np.empty(n)
@@ -211,6 +228,13 @@ def search_resolved(
     feasible_index = np.flatnonzero(fits)
     if n - feasible_index.size:
         rejected[R_MEMORY] = n - int(feasible_index.size)
+    if feasible_index.size == 0 and within_validated:
+        raise ScenarioError.single(
+            "search.within_validated",
+            f"none of the {n:,} valid layouts inside the validated envelope fits in memory (smallest needs "
+            f"{float(memory_bytes.min()) / 1e9:,.1f} GB per GPU, the accelerator holds {capacity_bytes / 1e9:,.1f} GB); "
+            "set search.within_validated to false to rank every layout",
+        )
     if feasible_index.size == 0:
         raise ScenarioError.single(
             "training.layout",
@@ -250,6 +274,33 @@ def search_resolved(
         pareto_objectives=pareto_names,
         pareto=front,
         space=space,
+        within_validated=within_validated,
+    )
+
+
+def _inside_envelope(
+    resolved: Resolved, valid: LayoutBatch, envelope: Envelope, rejected: dict[str, int]
+) -> LayoutBatch:
+    """The layouts of ``valid`` inside the validated envelope; the others are counted in ``rejected`` by the
+    first feature outside. Raises ``ScenarioError`` at ``search.within_validated`` when none is inside,
+    quoting the reason of the most common failure on one layout that has it."""
+    specs = {"model": resolved.model, "cluster": resolved.cluster, "training": resolved.training}
+    inside, first = inside_mask(**specs, layouts=valid, envelope=envelope)
+    cls = model_class(resolved.model)
+    features = np.array(first, dtype=object)
+    for name in dict.fromkeys(f for f in first if f is not None):
+        key = rejection_reason(str(name), cls)
+        rejected[key] = rejected.get(key, 0) + int(np.count_nonzero(features == name))
+    if bool(inside.any()):
+        return valid if bool(inside.all()) else take(valid, np.flatnonzero(inside))
+    common = max(dict.fromkeys(first), key=lambda f: first.count(f))
+    example = take(valid, np.array([first.index(common)], dtype=np.int64))
+    block = support_blocks(**specs, layouts=example, envelope=envelope)[0]
+    reason = block["reasons"][0] if block["reasons"] else "outside the validated envelope"
+    raise ScenarioError.single(
+        "search.within_validated",
+        f"none of {len(valid):,} valid layouts lies inside the validated envelope of {cls} runs; most "
+        f"common reason, e.g. {reason}; set search.within_validated to false to rank them all",
     )
 
 

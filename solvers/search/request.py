@@ -15,7 +15,10 @@ from solvers.search.ranking import DEFAULT_PARETO, check_objectives
 
 DEFAULT_TOP = 5
 MAX_TOP = 100
-SEARCH_KEYS: tuple[str, ...] = ("objective", "top", "pareto", "space")
+SEARCH_KEYS: tuple[str, ...] = ("objective", "top", "pareto", "space", "within_validated")
+# Keep only the layouts inside the envelope of validated runs (solvers.search.envelope) unless told otherwise:
+# a layout unlike every run the step model was checked against is a guess, not a recommendation.
+DEFAULT_WITHIN_VALIDATED = True
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,7 @@ class SearchRequest:
     top: int
     pareto: tuple[str, ...]
     space: Mapping[str, Any] | None
+    within_validated: bool = DEFAULT_WITHIN_VALIDATED
 
 
 def parse_search_request(
@@ -35,6 +39,7 @@ def parse_search_request(
     objective: str | None = None,
     top: int | None = None,
     pareto: Sequence[str] | None = None,
+    within_validated: bool | None = None,
 ) -> SearchRequest:
     """Split ``document`` into scenario and ``search`` options; keyword arguments override the document."""
     if not isinstance(document, Mapping):
@@ -58,6 +63,14 @@ def parse_search_request(
     if not isinstance(chosen_pareto, list | tuple) or not all(isinstance(p, str) for p in chosen_pareto):
         errors.append(FieldError("search.pareto", "must be a list of metric names"))
         chosen_pareto = list(DEFAULT_PARETO)
+    chosen_within = (
+        within_validated
+        if within_validated is not None
+        else options.get("within_validated", DEFAULT_WITHIN_VALIDATED)
+    )
+    if not isinstance(chosen_within, bool):
+        errors.append(FieldError("search.within_validated", f"must be true or false, got {chosen_within!r}"))
+        chosen_within = DEFAULT_WITHIN_VALIDATED
     if not isinstance(chosen_objective, str):
         errors.append(FieldError("search.objective", f"must be a string, got {chosen_objective!r}"))
         chosen_objective = "step_s"
@@ -74,6 +87,7 @@ def parse_search_request(
         top=int(chosen_top),
         pareto=names,
         space=options.get("space"),
+        within_validated=chosen_within,
     )
 
 
