@@ -1,5 +1,6 @@
 """Command line: ``python -m solvers solve FILE|- [--batch]``, ``catalog [--json]``, ``validate [--json]``,
-``schema`` (the JSON Schema of the scenario document), ``search FILE|-`` and ``sweep FILE|-``. Every
+``schema`` (the JSON Schema of the scenario document), ``envelope [--write|--check]`` (the validated envelope),
+``search FILE|-`` and ``sweep FILE|-``. Every
 argparse ``main`` of the solver lives here: this module is the top of the package (``pyproject.toml``,
 import-linter), so it imports what it runs and nothing imports it back.
 
@@ -20,10 +21,11 @@ from typing import Any, TextIO, cast
 from solvers.catalog import catalog_document
 from solvers.document_text import MAX_DOCUMENT_CHARS, InputError, load_yaml, parse_text
 from solvers.entry import solve
+from solvers.envelope import envelope_is_current, write_envelope
 from solvers.errors import ScenarioError, SolverInternalError
 from solvers.inputs import scenario_json_schema
 from solvers.published import format_table, published_document
-from solvers.search import DEFAULT_PARETO, DEFAULT_TOP, OBJECTIVES, PARETO_METRICS
+from solvers.search import DEFAULT_PARETO, DEFAULT_TOP, OBJECTIVES, PARETO_METRICS, load_envelope
 from solvers.search.document import search_document
 from solvers.sweep import sweep_document
 
@@ -177,6 +179,24 @@ def _cmd_validate(args: argparse.Namespace, stdout: TextIO) -> int:
     return EXIT_OK
 
 
+def _cmd_envelope(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    if args.write:
+        print(f"wrote {write_envelope()}", file=stdout)
+        return EXIT_OK
+    if args.check:
+        if envelope_is_current():
+            print("solvers/catalog/validated_envelope.json is current", file=stdout)
+            return EXIT_OK
+        print(
+            "error: solvers/catalog/validated_envelope.json is not current; run "
+            "`python -m solvers envelope --write`",
+            file=stderr,
+        )
+        return EXIT_BATCH_FAILURES
+    print(_dump(load_envelope().as_dict(), pretty=True), file=stdout)
+    return EXIT_OK
+
+
 def build_search_parser(prog: str = "python -m solvers search") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
@@ -193,6 +213,13 @@ def build_search_parser(prog: str = "python -m solvers search") -> argparse.Argu
         help=f"2 or 3 comma-separated metrics for the Pareto front (default {','.join(DEFAULT_PARETO)}); "
         f"one of {', '.join(PARETO_METRICS)}",
     )
+    parser.add_argument(
+        "--within-validated",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="keep only layouts inside the envelope of validated runs (default: the document's "
+        "search.within_validated, true when absent); --no-within-validated ranks every layout",
+    )
     parser.add_argument("--compact", action="store_true", help="print the result on one line")
     return parser
 
@@ -204,7 +231,8 @@ def search_main(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    """``python -m solvers search FILE|- [--objective O] [--top K] [--pareto a,b[,c]] [--compact]``.
+    """``python -m solvers search FILE|- [--objective O] [--top K] [--pareto a,b[,c]] [--[no-]within-validated]
+    [--compact]``.
 
     Exit status as ``solve``: 0 success, 2 bad input (the message names the field path), 3 internal error.
     """
@@ -215,7 +243,13 @@ def search_main(
     pareto = [p.strip() for p in args.pareto.split(",") if p.strip()] if args.pareto else None
     return run_document_command(
         args.file,
-        lambda document: search_document(document, objective=args.objective, top=args.top, pareto=pareto),
+        lambda document: search_document(
+            document,
+            objective=args.objective,
+            top=args.top,
+            pareto=pareto,
+            within_validated=args.within_validated,
+        ),
         stdin=stdin or sys.stdin,
         stdout=stdout or sys.stdout,
         stderr=stderr or sys.stderr,
@@ -278,6 +312,12 @@ def build_parser() -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="predicted vs published figures for published training runs")
     val.add_argument("--json", action="store_true", help="print the rows as JSON")
     sub.add_parser("schema", help="print the JSON Schema of the scenario document")
+    env = sub.add_parser(
+        "envelope", help="the validated envelope's data file, derived from the corpus and the published cases"
+    )
+    what = env.add_mutually_exclusive_group()
+    what.add_argument("--write", action="store_true", help="rewrite solvers/catalog/validated_envelope.json")
+    what.add_argument("--check", action="store_true", help="exit 1 when the data file is not current")
     # search and sweep parse their own arguments (search_main, sweep_main); they are listed here so --help
     # shows them.
     sub.add_parser("search", help="best layouts and the Pareto front (`search --help`)", add_help=False)
@@ -307,6 +347,8 @@ def main(
             return _cmd_solve(args, stdin, stdout, stderr)
         if args.command == "catalog":
             return _cmd_catalog(args, stdout)
+        if args.command == "envelope":
+            return _cmd_envelope(args, stdout, stderr)
         if args.command == "schema":
             print(_dump(scenario_json_schema(), pretty=True), file=stdout)
             return EXIT_OK

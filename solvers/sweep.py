@@ -382,7 +382,11 @@ def sweep_point(plan: SweepPlan, index: int, *, pricing: prices.Pricing | None =
             default=default_space(model=resolved.model, cluster=resolved.cluster, training=resolved.training),
         )
         result = search_resolved(
-            resolved, objective=plan.request.objective, pareto=("step_s", "memory_bytes"), space=space
+            resolved,
+            objective=plan.request.objective,
+            pareto=("step_s", "memory_bytes"),
+            space=space,
+            within_validated=plan.request.within_validated,
         )
     except ScenarioError as exc:
         row["error"] = exc.as_dict()

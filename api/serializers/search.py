@@ -59,6 +59,16 @@ class StrictKeysSerializer(serializers.Serializer):
         return attrs
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """A JSON true or false. DRF's ``BooleanField`` also takes "yes", "1" and 0, which a client never
+    means as a switch of the search."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
 class SearchRequestSerializer(StrictKeysSerializer):
     objective = StringField(
         required=False, help_text=f"What ranks the layouts: one of {_OBJECTIVES} (default step_s)."
@@ -74,6 +84,15 @@ class SearchRequestSerializer(StrictKeysSerializer):
     space = JSONObjectField(
         required=False,
         help_text=f"{_SPACE_HELP} At most {MAX_LAYOUTS_PER_SEARCH:,} layouts per search.",
+    )
+    within_validated = StrictBooleanField(
+        required=False,
+        help_text="Keep only the layouts inside the envelope of validated runs (default true): per-GPU tokens "
+        "per microbatch, cp, tokens per CP rank, layers per pipeline stage and per interleaved chunk, tensor "
+        "parallelism across nodes, experts per GPU and the accelerator generation each within what the "
+        "published runs of the model's class (dense or MoE) cover. Every returned layout carries support "
+        "{within_validated, reasons, nearest_validated, distance, features}; false ranks every layout, and "
+        "those outside carry the reason in support.reasons.",
     )
 
 

@@ -50,7 +50,9 @@ SEARCH_DESCRIPTION = (
     "Queue a design-space search of the plan: every valid layout (tp, cp, pp, ep, microbatch, schedule, "
     "ZeRO stage, recompute, ...) of its current inputs is evaluated by the engine, and the stored result "
     "holds the best layout's full report, the top alternatives, the Pareto front and the rejected layouts "
-    "by reason; the plan's own layout is compared with the best as the baseline. Answers 202 with the run "
+    "by reason; the plan's own layout is compared with the best as the baseline. Every layout carries "
+    "support: how close it is to the published runs the step model was validated on, and why not when it "
+    "lies outside; within_validated (default true) keeps only the layouts inside. Answers 202 with the run "
     "URL; the run counts layouts evaluated in points_done / points_total.\n" + LIMITS_MARKDOWN
 )
 SWEEP_DESCRIPTION = (

@@ -29,7 +29,7 @@ from solvers.prices import Pricing
 log = logging.getLogger(__name__)
 
 
-SEARCH_OPTION_KEYS: tuple[str, ...] = ("objective", "top", "pareto", "space")
+SEARCH_OPTION_KEYS: tuple[str, ...] = ("objective", "top", "pareto", "space", "within_validated")
 SWEEP_OPTION_KEYS: tuple[str, ...] = ("axes", "mode", "objective", "pareto", "space")
 
 
@@ -140,9 +140,12 @@ def search_options(
     top: int | None = None,
     pareto: Sequence[str] | None = None,
     space: Mapping[str, Any] | None = None,
+    within_validated: bool | None = None,
 ) -> dict[str, Any]:
     """The ``search`` section of a scenario document from the request's options (absent ones left out)."""
     options: dict[str, Any] = {}
+    if within_validated is not None:
+        options["within_validated"] = within_validated
     if objective is not None:
         options["objective"] = objective
     if top is not None:
@@ -199,14 +202,18 @@ def search_request(
     pareto: Sequence[str] | None = None,
     space: Mapping[str, Any] | None = None,
     trigger: str = TRIGGER_API,
+    within_validated: bool | None = None,
 ) -> Run:
     """Queue a design-space search of the plan's current inputs (``training.layout`` is searched; the
-    plan's own layout is reported as the baseline). Validated before anything is queued; the run is
+    plan's own layout is reported as the baseline; ``within_validated`` absent means the solver's default,
+    true: only layouts inside the envelope of validated runs). Validated before anything is queued; the run is
     created in the caller's transaction and sent once it commits. ``points_total`` starts as the number of
     layouts the space builds and becomes the number the engine evaluates once the search runs."""
     _check_trigger(trigger)
     _check_plan(plan)
-    options = search_options(objective=objective, top=top, pareto=pareto, space=space)
+    options = search_options(
+        objective=objective, top=top, pareto=pareto, space=space, within_validated=within_validated
+    )
     layouts = search_check(plan=plan, options=options)
     return services.run_request(
         plan=plan,

@@ -229,6 +229,15 @@ def search_resolved(
     if n - feasible_index.size:
         rejected[R_MEMORY] = n - int(feasible_index.size)
     if feasible_index.size == 0 and within_validated:
+        # Say which it is: nothing fits at all (the memory error of the whole space), or only layouts
+        # outside the envelope fit.
+        search_resolved(
+            resolved,
+            pareto=("step_s", "memory_bytes"),
+            space=space,
+            max_layouts=max_layouts,
+            within_validated=False,
+        )
         raise ScenarioError.single(
             "search.within_validated",
             f"none of the {n:,} valid layouts inside the validated envelope fits in memory (smallest needs "
