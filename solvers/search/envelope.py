@@ -248,12 +248,13 @@ def inside_mask(
     envelope: Envelope,
 ) -> tuple[BoolArray, list[str | None]]:
     """Which layouts lie inside the envelope of their class, and for each one outside the feature that fails
-    first (in ``FEATURES`` order), for counting rejections by reason."""
+    first (the accelerator generation, then ``FEATURES`` order), for counting rejections by reason."""
     features = layout_features(model=model, cluster=cluster, training=training, layouts=layouts)
     distances = feature_distances(features, envelope, model_class(model))
     inside = np.ones(len(layouts), dtype=np.bool_)
     first: np.ndarray = np.full(len(layouts), None, dtype=object)
-    for name in FEATURES:
+    # the scenario's own feature first: when its generation is outside, that is every layout's reason
+    for name in ("generation", *(f for f in FEATURES if f != "generation")):
         if name not in distances:
             continue
         out = distances[name] > 0.0
@@ -307,7 +308,7 @@ def support_blocks(
     """The ``support`` block of each layout (CONTRACT.md "Support"): ``within_validated``, ``reasons`` (one
     warning per feature outside, naming it and the validated bound), ``nearest_validated`` (a run id),
     ``distance`` (octaves to that run) and ``features`` (per feature: value, validated min/max or values,
-    nearest validated value, inside, distance outside).
+    nearest validated value, inside, distance outside, and the reason when outside).
     """
     cls = model_class(model)
     features = layout_features(model=model, cluster=cluster, training=training, layouts=layouts)
@@ -357,7 +358,8 @@ def support_blocks(
             item["distance"] = distance if math.isfinite(distance) else None
             per[name] = item
             if distance > 0.0:
-                reasons.append(_warning(name, value, spec, cls, cluster))
+                item["reason"] = _warning(name, value, spec, cls, cluster)
+                reasons.append(item["reason"])
         block: dict[str, Any] = {
             "within_validated": not reasons,
             "reasons": reasons,

@@ -305,11 +305,11 @@ def _inside_envelope(
     common = max(dict.fromkeys(first), key=lambda f: first.count(f))
     example = take(valid, np.array([first.index(common)], dtype=np.int64))
     block = support_blocks(**specs, layouts=example, envelope=envelope)[0]
-    reason = block["reasons"][0] if block["reasons"] else "outside the validated envelope"
+    reason = block["features"].get(str(common), {}).get("reason") or rejection_reason(str(common), cls)
     raise ScenarioError.single(
         "search.within_validated",
         f"none of {len(valid):,} valid layouts lies inside the validated envelope of {cls} runs; most "
-        f"common reason, e.g. {reason}; set search.within_validated to false to rank them all",
+        f"common reason: {reason}; set search.within_validated to false to rank them all",
     )
 
 
