@@ -194,9 +194,9 @@ def envelope_from_dict(data: Mapping[str, Any]) -> Envelope:
     return Envelope(runs=runs)
 
 
-def load_envelope(path: Path = ENVELOPE_FILE) -> Envelope:
+def load_envelope(path: Path | None = None) -> Envelope:
     """The envelope written by ``python -m solvers envelope --write`` (read on each call: no module cache)."""
-    return envelope_from_dict(json.loads(path.read_text(encoding="utf-8")))
+    return envelope_from_dict(json.loads((path or ENVELOPE_FILE).read_text(encoding="utf-8")))
 
 
 # ---------------------------------------------------------------------------------------------------------

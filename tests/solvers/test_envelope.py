@@ -17,6 +17,7 @@ from solvers.envelope import envelope_document, envelope_is_current
 from solvers.errors import ScenarioError
 from solvers.inputs import resolve
 from solvers.published import load_example
+from solvers.search import envelope as envelope_module
 from solvers.search import load_envelope, parse_search_request, search_resolved, support_blocks
 from solvers.search.document import search_document
 from solvers.search.envelope import envelope_from_dict, layout_features
@@ -162,6 +163,15 @@ def test_within_validated_must_be_a_boolean() -> None:
     assert parse_search_request(load_example(LLAMA3_405B)).within_validated is True
 
 
+def _envelope_without(monkeypatch, tmp_path, keep) -> None:
+    """Every search and solve of the test reads an envelope of the current runs that ``keep`` accepts."""
+    document = load_envelope().as_dict()
+    document["runs"] = [r for r in document["runs"] if keep(r)]
+    path = tmp_path / "validated_envelope.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    monkeypatch.setattr(envelope_module, "ENVELOPE_FILE", path)
+
+
 MI300X = {
     "model": {"preset": "llama3-8b"},
     "cluster": {"node": "mi300x-platform", "gpus": 64},
@@ -169,8 +179,9 @@ MI300X = {
 }
 
 
-def test_no_layout_inside_is_an_error_naming_the_option_and_the_reason() -> None:
-    """No validated run used an AMD CDNA 3 accelerator: nothing is inside, and the error says so."""
+def test_no_layout_inside_is_an_error_naming_the_option_and_the_reason(monkeypatch, tmp_path) -> None:
+    """With no validated run on an AMD CDNA 3 accelerator nothing is inside, and the error says so."""
+    _envelope_without(monkeypatch, tmp_path, lambda r: r["features"]["generation"] != "cdna3")
     with pytest.raises(ScenarioError) as info:
         search_document(copy.deepcopy(MI300X))
     assert info.value.first.path == "search.within_validated"
@@ -179,7 +190,7 @@ def test_no_layout_inside_is_an_error_naming_the_option_and_the_reason() -> None
     assert out["best"]["support"]["within_validated"] is False
 
 
-def test_an_auto_solve_picks_the_search_best_and_says_how_close_it_is() -> None:
+def test_an_auto_solve_picks_the_search_best_and_says_how_close_it_is(monkeypatch, tmp_path) -> None:
     doc = load_example("auto-llama3-70b-1024xh100.yaml")
     report = solve(doc)
     best = search_document(doc, top=0)["best"]
@@ -187,6 +198,7 @@ def test_an_auto_solve_picks_the_search_best_and_says_how_close_it_is() -> None:
     assert report["search"]["within_validated"] is True
     assert report["search"]["support"] == best["support"]
     # with nothing inside, a solve still answers: every layout ranked, and the reason in support
+    _envelope_without(monkeypatch, tmp_path, lambda r: r["features"]["generation"] != "cdna3")
     fallback = solve(copy.deepcopy(MI300X))
     assert fallback["search"]["within_validated"] is False
     assert not fallback["search"]["support"]["within_validated"]
@@ -214,10 +226,11 @@ def test_a_class_without_validated_runs_is_outside_with_that_reason() -> None:
     assert info.value.first.path == "search.within_validated"
 
 
-def test_tp_across_nodes_is_outside_while_no_validated_run_spans_nodes() -> None:
+def test_tp_across_nodes_is_outside_while_no_validated_run_spans_nodes(monkeypatch, tmp_path) -> None:
     doc = load_example(LLAMA3_405B)
     doc["training"]["layout"].update({"tp": 16, "pp": 8, "virtual_stages": 2})
     r = resolve(doc)
+    _envelope_without(monkeypatch, tmp_path, lambda r: not r["features"]["tp_across_nodes"])
     envelope = load_envelope()
     assert envelope.ranges("dense")["tp_across_nodes"]["values"] == [False]
     block = support_blocks(
