@@ -54,6 +54,15 @@ def test_search_is_accepted_with_the_run_url_and_sent_on_commit(
     assert len(callbacks) == 1
 
 
+def test_a_search_may_rank_layouts_outside_the_validated_envelope(world: Any, plan: Any) -> None:
+    response = world.carol.client.post(
+        _url(plan, "search"), {"space": SPACE, "within_validated": False}, format="json"
+    )
+    assert response.status_code == 202, response.json()
+    run = Run.objects.get(pk=response.json()["run"])
+    assert run.params == {"search": {"within_validated": False, "space": SPACE}}
+
+
 def test_sweep_is_accepted_with_its_point_count(
     world: Any, plan: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
@@ -80,6 +89,8 @@ def test_sweep_is_accepted_with_its_point_count(
         ({"top": 101}, "top"),
         ({"space": [1, 2]}, "space"),
         ({"space": {"tp": [0]}}, "space.tp[0]"),
+        ({"within_validated": "yes"}, "within_validated"),
+        ({"within_validated": 1}, "within_validated"),
     ],
 )
 def test_bad_search_requests_are_400_with_the_field_path(

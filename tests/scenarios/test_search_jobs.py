@@ -98,6 +98,7 @@ def test_an_oversized_search_space_is_refused_before_a_run_exists(
         ({"top": 1000}, "top"),
         ({"space": {"tp": [0]}}, "space.tp[0]"),
         ({"space": {"tp": [3]}}, "space"),  # 3 divides neither the node nor the heads: nothing to search
+        ({"within_validated": "no"}, "within_validated"),
     ],
 )
 def test_bad_search_options_name_the_request_field(sent, options: dict[str, Any], path: str) -> None:
