@@ -9,7 +9,7 @@ alternatives with what moved, and the Pareto front out.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -101,7 +101,11 @@ def search_output(
     )
     layouts = {k: layout_dict(result.layouts, k) for k in wanted}
     envelope = envelope or load_envelope()
-    specs = {"model": resolved.model, "cluster": resolved.cluster, "training": resolved.training}
+    specs: dict[str, Any] = {
+        "model": resolved.model,
+        "cluster": resolved.cluster,
+        "training": resolved.training,
+    }
     support = dict(
         zip(
             wanted,
@@ -127,7 +131,7 @@ def search_output(
         ledger=ledger_for_row(resolved, best_row),
         search=summary,
     )
-    best["support"] = support[0]
+    cast(dict[str, Any], best)["support"] = support[0]  # the search document's addition to the report
     alternatives = []
     for k in listed[1:]:
         item = _compact(rank=k + 1, layout=layouts[k], row=rows[k], metrics=_metrics_at(result, k))

@@ -297,6 +297,13 @@ def _warning(name: str, value: Any, spec: Mapping[str, Any], cls: str, cluster: 
     return f"{value} accelerator; no {runs[:-1]} on {value} (validated: {listed})"
 
 
+def _nearest(value: float, validated: Sequence[float]) -> float | None:
+    """The validated value closest to ``value`` in octaves (the smaller one on a tie)."""
+    if not validated:
+        return None
+    return min(validated, key=lambda v: (abs(math.log2(value / v)), v))
+
+
 def support_blocks(
     *,
     model: ModelSpec,
@@ -348,11 +355,7 @@ def support_blocks(
             if name in NUMERIC_FEATURES:
                 validated = spec.get("values", [])
                 item.update({"min": spec.get("min"), "max": spec.get("max")})
-                item["nearest"] = (
-                    min(validated, key=lambda v, x=float(value): (abs(math.log2(x / v)), v))
-                    if validated
-                    else None
-                )
+                item["nearest"] = _nearest(float(value), validated)
             else:
                 item["validated"] = list(spec.get("values", []))
             item["distance"] = distance if math.isfinite(distance) else None

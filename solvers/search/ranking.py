@@ -293,7 +293,11 @@ def _inside_envelope(
     """The layouts of ``valid`` inside the validated envelope; the others are counted in ``rejected`` by the
     first feature outside. Raises ``ScenarioError`` at ``search.within_validated`` when none is inside,
     quoting the reason of the most common failure on one layout that has it."""
-    specs = {"model": resolved.model, "cluster": resolved.cluster, "training": resolved.training}
+    specs: dict[str, Any] = {
+        "model": resolved.model,
+        "cluster": resolved.cluster,
+        "training": resolved.training,
+    }
     inside, first = inside_mask(**specs, layouts=valid, envelope=envelope)
     cls = model_class(resolved.model)
     features = np.array(first, dtype=object)
