@@ -241,6 +241,7 @@ def plan_sweep(
         top=0,
         pareto=request.pareto,
         space=request.space,
+        within_validated=request.within_validated,
     )
     return SweepPlan(request=request, axes=tuple(axes), mode=mode, pareto=chosen_pareto, points=points)
 

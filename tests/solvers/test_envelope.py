@@ -21,6 +21,7 @@ from solvers.search import envelope as envelope_module
 from solvers.search import load_envelope, parse_search_request, search_resolved, support_blocks
 from solvers.search.document import search_document
 from solvers.search.envelope import envelope_from_dict, layout_features
+from solvers.sweep import sweep_document
 
 LLAMA3_405B = "llama3-405b-16384.yaml"
 
@@ -241,3 +242,28 @@ def test_tp_across_nodes_is_outside_while_no_validated_run_spans_nodes(monkeypat
     assert item["distance"] == 1.0
     assert item["reason"].startswith("tensor parallelism across nodes (tp > 8 GPUs per node)")
     assert item["reason"] in block["reasons"] and not block["within_validated"]
+
+
+def test_every_sweep_point_keeps_to_the_envelope_unless_told_otherwise() -> None:
+    base = load_example("auto-llama3-70b-1024xh100.yaml")
+    base["sweep"] = {"axes": [{"field": "cluster.gpus", "values": [512, 1024]}]}
+    rows = {flag: None for flag in (True, False)}
+    for flag in rows:
+        document = {**copy.deepcopy(base), "search": {"within_validated": flag}}
+        rows[flag] = sweep_document(document)["rows"]
+    envelope = load_envelope()
+    for inside, free in zip(rows[True], rows[False], strict=True):
+        point = copy.deepcopy(base)
+        del point["sweep"]
+        point["cluster"]["gpus"] = inside["point"]["cluster.gpus"]
+        for row, flag in ((inside, True), (free, False)):
+            point["training"]["layout"] = row["best"]["layout"]
+            r = resolve(point)
+            block = support_blocks(
+                model=r.model, cluster=r.cluster, training=r.training, layouts=r.layouts, envelope=envelope
+            )[0]
+            assert block["within_validated"] or not flag
+            auto = {**copy.deepcopy(point), "training": {**point["training"], "layout": "auto"}}
+            best = search_document({**auto, "search": {"within_validated": flag}}, top=0)["best"]
+            assert row["best"]["layout"] == {k: v for k, v in best["layout"].items() if k != "microbatches"}
+            assert row["best"]["metrics"]["step_s"] == best["step"]["step_s"]
