@@ -119,6 +119,11 @@ class SweepRequestSerializer(StrictKeysSerializer):
         required=False, help_text=f"2 or 3 metrics of the Pareto front over the points, from {_METRICS}."
     )
     space = JSONObjectField(required=False, help_text=f"{_SPACE_HELP} Applies to every point.")
+    within_validated = StrictBooleanField(
+        required=False,
+        help_text="Each point picks its best layout among those inside the envelope of validated runs "
+        "(default true, as a search); a point with none inside becomes a row with its error.",
+    )
 
 
 class JobAcceptedSerializer(serializers.Serializer):

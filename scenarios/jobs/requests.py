@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 
 SEARCH_OPTION_KEYS: tuple[str, ...] = ("objective", "top", "pareto", "space", "within_validated")
-SWEEP_OPTION_KEYS: tuple[str, ...] = ("axes", "mode", "objective", "pareto", "space")
+SWEEP_OPTION_KEYS: tuple[str, ...] = ("axes", "mode", "objective", "pareto", "space", "within_validated")
 
 
 def sweep_chunk_points() -> int:
@@ -235,6 +235,7 @@ def sweep_sections(
     objective: str | None = None,
     pareto: Sequence[str] | None = None,
     space: Mapping[str, Any] | None = None,
+    within_validated: bool | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The ``sweep`` and ``search`` sections of a sweep document from the request's options."""
     sweep: dict[str, Any] = {"axes": axes}
@@ -245,6 +246,8 @@ def sweep_sections(
     if pareto is not None:
         sweep["pareto"] = list(pareto)
     search: dict[str, Any] = {} if space is None else {"space": dict(space)}
+    if within_validated is not None:
+        search["within_validated"] = within_validated
     return sweep, search
 
 
@@ -263,6 +266,7 @@ def _sweep_options(planned: Any) -> dict[str, Any]:
         "objective": planned.request.objective,
         "pareto": list(planned.pareto),
         "space": planned.request.space,
+        "within_validated": planned.request.within_validated,
     }
 
 
@@ -464,6 +468,7 @@ def sweep_request(
     pareto: Sequence[str] | None = None,
     space: Mapping[str, Any] | None = None,
     trigger: str = TRIGGER_API,
+    within_validated: bool | None = None,
 ) -> Run:
     """Queue a sweep of the plan: the best layout at every point of ``axes`` and the Pareto front.
 
@@ -472,7 +477,14 @@ def sweep_request(
     ``scenarios.sweep_start`` is sent once it commits."""
     _check_trigger(trigger)
     _check_plan(plan)
-    sweep, search = sweep_sections(axes=axes, mode=mode, objective=objective, pareto=pareto, space=space)
+    sweep, search = sweep_sections(
+        axes=axes,
+        mode=mode,
+        objective=objective,
+        pareto=pareto,
+        space=space,
+        within_validated=within_validated,
+    )
     points, chunk_points = sweep_check(plan=plan, sweep=sweep, search=search)
     now = timezone.now()
     with transaction.atomic():

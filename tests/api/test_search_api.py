@@ -61,6 +61,16 @@ def test_a_search_may_rank_layouts_outside_the_validated_envelope(world: Any, pl
     assert response.status_code == 202, response.json()
     run = Run.objects.get(pk=response.json()["run"])
     assert run.params == {"search": {"within_validated": False, "space": SPACE}}
+    response = world.carol.client.post(
+        _url(plan, "sweep"), {"axes": AXES, "space": SPACE, "within_validated": False}, format="json"
+    )
+    assert response.status_code == 202, response.json()
+    run = Run.objects.get(pk=response.json()["run"])
+    assert run.params["search"] == {"space": SPACE, "within_validated": False}
+    response = world.carol.client.post(
+        _url(plan, "sweep"), {"axes": AXES, "within_validated": "false"}, format="json"
+    )
+    assert response.status_code == 400 and "within_validated" in _paths(response), response.json()
 
 
 def test_sweep_is_accepted_with_its_point_count(
