@@ -214,7 +214,11 @@ def feature_distances(
     features: Mapping[str, np.ndarray], envelope: Envelope, cls: str
 ) -> dict[str, FloatArray]:
     """Per feature, each layout's distance (octaves, or 0/1) outside the validated runs of ``cls``; +inf for a
-    feature no validated run of the class has (e.g. every feature of a class without runs)."""
+    feature no validated run of the class has (e.g. every feature of a class without runs).
+
+    Equation: d = max(0, log2(min / x), log2(x / max)) for a numeric feature x; 0 or 1 for a categorical one.
+    Example: 512 tokens per GPU against dense runs from 2,048 to 131,072 tokens: log2(2048 / 512) = 2.
+    """
     ranges = envelope.ranges(cls)
     out: dict[str, FloatArray] = {}
     for name, values in features.items():
@@ -316,6 +320,11 @@ def support_blocks(
     warning per feature outside, naming it and the validated bound), ``nearest_validated`` (a run id),
     ``distance`` (octaves to that run) and ``features`` (per feature: value, validated min/max or values,
     nearest validated value, inside, distance outside, and the reason when outside).
+
+    Equation: distance to run r = sqrt(sum over features of g_f^2), g_f = |log2(x_f / r_f)| for a numeric
+    feature (1 when it applies to one side only), 0 or 1 for a categorical one; ``nearest_validated`` is the
+    run of the layout's class at the smallest distance. Example: Llama 3 405B's published TP8 CP1 PP16
+    layout is itself a validated run: within_validated true, distance 0, no reasons.
     """
     cls = model_class(model)
     features = layout_features(model=model, cluster=cluster, training=training, layouts=layouts)

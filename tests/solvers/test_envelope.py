@@ -247,10 +247,10 @@ def test_tp_across_nodes_is_outside_while_no_validated_run_spans_nodes(monkeypat
 def test_every_sweep_point_keeps_to_the_envelope_unless_told_otherwise() -> None:
     base = load_example("auto-llama3-70b-1024xh100.yaml")
     base["sweep"] = {"axes": [{"field": "cluster.gpus", "values": [512, 1024]}]}
-    rows = {flag: None for flag in (True, False)}
-    for flag in rows:
-        document = {**copy.deepcopy(base), "search": {"within_validated": flag}}
-        rows[flag] = sweep_document(document)["rows"]
+    rows: dict[bool, list[dict[str, Any]]] = {
+        flag: sweep_document({**copy.deepcopy(base), "search": {"within_validated": flag}})["rows"]
+        for flag in (True, False)
+    }
     envelope = load_envelope()
     for inside, free in zip(rows[True], rows[False], strict=True):
         point = copy.deepcopy(base)
