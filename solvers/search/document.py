@@ -151,6 +151,7 @@ def search_output(
         "elapsed_s": result.elapsed_s,
         "rejected": result.rejected,
         "within_validated": result.within_validated,
+        "envelope": {"validated_runs": len(envelope.runs), "digest": envelope.digest},
         "best": best,
         "alternatives": alternatives,
         "pareto_objectives": list(result.pareto_objectives),

@@ -22,7 +22,9 @@ The envelope (``Envelope``) holds, per validated run, the same features, written
 validation corpus and the published cases (``solvers.envelope``); nothing in it is typed by hand.
 A numeric feature is inside when it lies in [min, max] of the validated runs of the layout's class (dense or
 MoE); a categorical one when a validated run of that class has the same value. A layout is within the
-envelope when every feature is inside.
+envelope when every feature is inside. The file is solver data: regenerating it can move what a search or
+``layout: auto`` returns, so a new file is a solver change (``SOLVER_VERSION`` and the CHANGELOG), and every
+search names the file it was judged against (``envelope.digest``).
 
 Distances are in octaves (log2 units): a numeric feature's distance is log2(min / value) below the range,
 log2(value / max) above it and 0 inside; a categorical feature's is 0 or 1. A layout's distance to a run is
@@ -36,6 +38,7 @@ microbatch; when the dense runs go down to 2,048 the feature is 2 octaves outsid
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -150,6 +153,7 @@ class Envelope:
     """The validated runs and their features (``solvers/catalog/validated_envelope.json``)."""
 
     runs: tuple[ValidatedRun, ...]
+    digest: str = ""  # sha256 of the data file's text: which envelope an answer was judged against
 
     def of_class(self, cls: str) -> tuple[ValidatedRun, ...]:
         return tuple(r for r in self.runs if r.model_class == cls)
@@ -181,7 +185,7 @@ class Envelope:
         }
 
 
-def envelope_from_dict(data: Mapping[str, Any]) -> Envelope:
+def envelope_from_dict(data: Mapping[str, Any], *, digest: str = "") -> Envelope:
     runs = tuple(
         ValidatedRun(
             id=str(r["id"]),
@@ -191,12 +195,13 @@ def envelope_from_dict(data: Mapping[str, Any]) -> Envelope:
         )
         for r in data.get("runs", [])
     )
-    return Envelope(runs=runs)
+    return Envelope(runs=runs, digest=digest)
 
 
 def load_envelope(path: Path | None = None) -> Envelope:
     """The envelope written by ``python -m solvers envelope --write`` (read on each call: no module cache)."""
-    return envelope_from_dict(json.loads((path or ENVELOPE_FILE).read_text(encoding="utf-8")))
+    text = (path or ENVELOPE_FILE).read_text(encoding="utf-8")
+    return envelope_from_dict(json.loads(text), digest=hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 
 # ---------------------------------------------------------------------------------------------------------

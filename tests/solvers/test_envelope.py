@@ -151,6 +151,9 @@ def test_the_default_search_keeps_only_layouts_inside(llama3_searches) -> None:
     support = out["best"]["support"]
     assert {"within_validated", "reasons", "nearest_validated"} <= set(support)
     assert support["nearest_validated"] in {r.id for r in load_envelope().runs}
+    # the search names the envelope it was judged against
+    assert out["envelope"] == {"validated_runs": len(load_envelope().runs), "digest": load_envelope().digest}
+    assert len(out["envelope"]["digest"]) == 64
 
 
 def test_within_validated_must_be_a_boolean() -> None:
