@@ -7,12 +7,24 @@ reads the same keys (``Num`` then stands for a numpy array), so the ledger block
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias, TypedDict
+from typing import Any, NotRequired, TypeAlias, TypedDict
 
 import numpy as np
 import numpy.typing as npt
 
 Num: TypeAlias = float | npt.NDArray[np.float64]
+
+
+class Range(TypedDict):
+    """The p10, p50 and p90 of a figure under the report's uncertainty (CONVENTIONS.md "Ranges")."""
+
+    p10: float
+    p50: float
+    p90: float
+
+
+# A section's ``range``: the ranges of its headline figures by figure name (an additive field of v1).
+RangeMap: TypeAlias = dict[str, Range]
 
 
 class Assumption(TypedDict):
@@ -64,6 +76,7 @@ class StepBlock(TypedDict):
     hfu: float
     gpu_busy_fraction: float
     roofline_bound: bool
+    range: NotRequired[RangeMap]
 
 
 class TrafficBlock(TypedDict):
@@ -108,6 +121,7 @@ class ReliabilityBlock(TypedDict):
     lost_h: LostHours
     goodput: Num
     goodput_ledger: str
+    range: NotRequired[RangeMap]
 
 
 class ScheduleBlock(TypedDict):
@@ -117,12 +131,14 @@ class ScheduleBlock(TypedDict):
     steps: Num
     tokens: Num
     window_days: float | None
+    range: NotRequired[RangeMap]
 
 
 class EnergyBlock(TypedDict):
     it_kwh: Num
     facility_kwh: Num
     mean_it_power_kw: Num
+    range: NotRequired[RangeMap]
 
 
 class CarbonBlock(TypedDict):
@@ -130,6 +146,7 @@ class CarbonBlock(TypedDict):
     embodied_kgco2e: Num
     total_kgco2e: Num
     water_l: Num
+    range: NotRequired[RangeMap]
 
 
 class TcoBlock(TypedDict):
@@ -143,6 +160,7 @@ class TcoBlock(TypedDict):
     checkpoint_cost_usd: Num
     capex_share: Num
     capex_total_usd: Num
+    range: NotRequired[RangeMap]
 
 
 class SearchSummary(TypedDict, total=False):
