@@ -122,7 +122,8 @@ def reprice_many(
     steps: Sequence[tuple[float, float]],
     prices: Sequence[Mapping[str, float | None]],
 ) -> list[TcoBlock]:
-    """The report's ``tco`` section of each held plan under new prices (a price book's change).
+    """The report's ``tco`` section of each held plan under new prices (a price book's change), without its
+    ``range`` (the section of ``solve(..., ranges=False)``).
 
     ``held[i]`` is a resolved plan, ``steps[i]`` its ``(step_s, gpu_busy_fraction)`` (the report's ``step``),
     ``prices[i]`` its new prices by ``PRICE_FIELDS`` name. Prices move no step, no failure, no schedule and no

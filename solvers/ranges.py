@@ -74,7 +74,7 @@ def figure_ranges(resolved: Resolved, row: Mapping[str, Any]) -> Ranges:
     """
     step_s, busy = float(row["step_s"]), float(row["gpu_busy_fraction"])
     tokens_per_step = float(resolved.training.global_batch_tokens)
-    inp = LedgerInputs._make((step_s, busy, tokens_per_step) + _SCENARIO_FIELDS(resolved.ledger_fields))
+    inp = LedgerInputs._make((step_s, busy, tokens_per_step, *_SCENARIO_FIELDS(resolved.ledger_fields)))
     mean, sigma = STEP_CLASSES[step_class(moe=resolved.model.moe is not None, gpus=resolved.cluster.gpus)]
 
     # One draw per sample of the step residual and of every spread, exponentiated in one pass.

@@ -110,9 +110,9 @@ def fit(
 
 
 def _classified_validate_rows() -> list[tuple[str, float]]:
-    # Function-local imports: the generator solves the published examples; reading the file needs neither.
-    from solvers.inputs import resolve
-    from solvers.published import load_example, step_rows
+    # Function-local imports: solving goes through solvers.ranges, which imports this module to read the file.
+    from solvers.inputs import resolve  # (see above)
+    from solvers.published import load_example, step_rows  # (see above)
 
     out = []
     for example, residual in residuals(step_rows()).items():
