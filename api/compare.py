@@ -1,9 +1,8 @@
 """The comparison table: plans side by side by step budget, time to train, goodput, energy, carbon and TCO.
 
 Each figure is read from a result's report document (CONTRACT.md) and given with its delta against the
-baseline, absolute and in percent, and with its range {p10, p50, p90} where the report carries one (the
-section's ``range`` mapping, CONVENTIONS.md "Ranges"); a delta whose ranges overlap is marked
-``within_uncertainty``. Pure functions over already-loaded rows: the view loads every row it
+baseline, absolute and in percent, and with its range {p10, p50, p90} where the report carries one (its
+``ranges``, CONVENTIONS.md "Ranges"); a delta whose ranges overlap is marked ``within_uncertainty``. Pure functions over already-loaded rows: the view loads every row it
 needs in one query, so a comparison costs the same number of queries for 2 plans as for 20.
 """
 
@@ -60,8 +59,9 @@ METRICS: tuple[Metric, ...] = (
     _m("memory.capacity_bytes", "memory", "Memory per GPU", "bytes"),
 )
 
-# Per-row facts that are not deltas: whether the plan fits, the layout, the warnings and the cloud price.
-ROW_SECTIONS: tuple[str, ...] = ("layout", "warnings")
+# Per-row facts that are not deltas: whether the plan fits, the layout, the warnings and the cloud price; and
+# the figures' ranges.
+ROW_SECTIONS: tuple[str, ...] = ("layout", "warnings", "ranges")
 # The top-level report sections compare reads (it loads only these from the database; a report's
 # assumptions ledger is most of its size).
 REPORT_SECTIONS: tuple[str, ...] = tuple(sorted({m.key.split(".")[0] for m in METRICS} | set(ROW_SECTIONS)))
@@ -85,21 +85,24 @@ QUANTILES = ("p10", "p50", "p90")
 
 def figure_range(report: Mapping[str, Any] | None, key: str) -> dict[str, float] | None:
     """The ``{p10, p50, p90}`` range of the figure at dotted path ``key``, or None when the report has none
-    (or it is not three finite numbers with p10 <= p50 <= p90). Read from the section's ``range`` mapping
-    (``{"schedule": {"wall_clock_days": 23.5, "range": {"wall_clock_days": {"p10": 21.0, ...}}}}``) or from a
-    ``<figure>_range`` sibling."""
+    (or it is not three finite numbers with p10 <= p50 <= p90). Read from the report's top-level ``ranges``
+    keyed by path (``{"ranges": {"schedule.wall_clock_days": {"p10": 21.0, ...}}}``, CONTRACT.md v1.1, what
+    the solver writes), else from the section's ``range`` mapping or a ``<figure>_range`` sibling."""
     if not report or "." not in key:
         return None
-    parent_key, name = key.rsplit(".", 1)
-    parent: Any = report
-    for part in parent_key.split("."):
-        parent = parent.get(part) if isinstance(parent, Mapping) else None
-    if not isinstance(parent, Mapping):
-        return None
-    ranges = parent.get("range")
-    candidate = parent.get(f"{name}_range")
-    if candidate is None and isinstance(ranges, Mapping):
-        candidate = ranges.get(name)
+    top = report.get("ranges")
+    candidate = top.get(key) if isinstance(top, Mapping) else None
+    if candidate is None:
+        parent_key, name = key.rsplit(".", 1)
+        parent: Any = report
+        for part in parent_key.split("."):
+            parent = parent.get(part) if isinstance(parent, Mapping) else None
+        if not isinstance(parent, Mapping):
+            return None
+        section_ranges = parent.get("range")
+        candidate = parent.get(f"{name}_range")
+        if candidate is None and isinstance(section_ranges, Mapping):
+            candidate = section_ranges.get(name)
     if not isinstance(candidate, Mapping):
         return None
     values = [candidate.get(q) for q in QUANTILES]

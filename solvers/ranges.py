@@ -38,11 +38,20 @@ from solvers.catalog.uncertainty import P90_Z, SPREADS
 from solvers.errors import SolverInternalError
 from solvers.inputs import Resolved
 from solvers.ledger import SECONDS_PER_HOUR, Reliability, energy_carbon, schedule, tco
-from solvers.ledger_inputs import LedgerInputs
-from solvers.report_types import Range
-from solvers.step_uncertainty import read, step_class
+from solvers.ledger_inputs import FIELD_PATHS, LedgerInputs
+from solvers.report_types import Assumption, Range, RangesMethod
+from solvers.step_uncertainty import read, read_held_out, step_class
 
-__all__ = ["QUANTILES", "SAMPLES", "SEED", "STEP_CLASSES", "figure_ranges"]
+__all__ = [
+    "QUANTILES",
+    "SAMPLED_FIGURES",
+    "SAMPLES",
+    "SEED",
+    "STEP_CLASSES",
+    "STEP_FIGURES",
+    "figure_ranges",
+    "range_assumptions",
+]
 
 # 1,001 samples: the 10th, 50th and 90th percentiles are then the samples of rank 100, 500 and 900 (the
 # empirical quantile with linear interpolation lands exactly on them).
@@ -55,27 +64,44 @@ _Z = (-P90_Z, 0.0, P90_Z)  # the standard normal at QUANTILES
 
 # (mean, sigma) per class, read once when the module is imported (a table, as the catalog's).
 STEP_CLASSES: Mapping[str, tuple[float, float]] = read()
+HELD_OUT: bool = read_held_out()
 
 # LedgerInputs' scenario fields (all but the step's three), in its order.
 _SCENARIO_FIELDS = operator.attrgetter(*LedgerInputs._fields[3:])
 
-Ranges = dict[str, dict[str, Range]]
+# The figures that carry a range, by their dotted path in the report, in the order of the report.
+STEP_FIGURES = ("step.step_s", "step.tokens_per_s", "step.mfu")
+SAMPLED_FIGURES = (
+    "reliability.goodput",
+    "schedule.wall_clock_days",
+    "energy.it_kwh",
+    "energy.facility_kwh",
+    "carbon.operational_kgco2e",
+    "carbon.embodied_kgco2e",
+    "carbon.total_kgco2e",
+    "carbon.water_l",
+    "tco.total_usd",
+    "tco.usd_per_million_tokens",
+)
+QUANTILES_TEXT = (
+    "step figures: exact quantiles of the log-normal step residual; the others: samples of rank 100, 500 and "
+    "900 of 1,001 (the empirical p10, p50, p90)"
+)
 
 
-def figure_ranges(resolved: Resolved, row: Mapping[str, Any]) -> Ranges:
-    """The ranges of a plan's headline figures, by report section and figure name.
+def figure_ranges(resolved: Resolved, row: Mapping[str, Any]) -> tuple[dict[str, Range], RangesMethod]:
+    """The ranges of a plan's headline figures by dotted report path (``STEP_FIGURES`` then
+    ``SAMPLED_FIGURES``), and how they were made (the report's ``ranges`` and ``ranges_method``).
 
-    ``resolved`` is the scenario and ``row`` the engine's row of its layout (the report's ``step``). Returns
-    ``{"step": {"step_s": {"p10", "p50", "p90"}, "tokens_per_s", "mfu"}, "schedule": {"wall_clock_days"},
-    "reliability": {"goodput"}, "energy": {"it_kwh", "facility_kwh"}, "carbon": {"operational_kgco2e",
-    "embodied_kgco2e", "total_kgco2e", "water_l"}, "tco": {"total_usd", "usd_per_million_tokens"}}``.
+    ``resolved`` is the scenario and ``row`` the engine's row of its layout (the report's ``step``).
     Example: Llama 3 405B on 16,384 H100 (dense/large: mean 0.036, sigma 0.077) at a 6.752 s step: step_s
     p10 / p50 / p90 = 6.35 / 7.00 / 7.72 s.
     """
     step_s, busy = float(row["step_s"]), float(row["gpu_busy_fraction"])
     tokens_per_step = float(resolved.training.global_batch_tokens)
     inp = LedgerInputs._make((step_s, busy, tokens_per_step, *_SCENARIO_FIELDS(resolved.ledger_fields)))
-    mean, sigma = STEP_CLASSES[step_class(moe=resolved.model.moe is not None, gpus=resolved.cluster.gpus)]
+    run_class = step_class(moe=resolved.model.moe is not None, gpus=resolved.cluster.gpus)
+    mean, sigma = STEP_CLASSES[run_class]
 
     # One draw per sample of the step residual and of every spread, exponentiated in one pass.
     # Single precision for the draws and their exponentials (twice as fast; 1e-7 relative, far below any
@@ -113,21 +139,9 @@ def figure_ranges(resolved: Resolved, row: Mapping[str, Any]) -> Ranges:
         failure_share=shares.rework + shares.restarts,
         checkpoint_share=shares.checkpoint_writes,
     )
-    names = (
-        ("schedule", "wall_clock_days"),
-        ("reliability", "goodput"),
-        ("energy", "it_kwh"),
-        ("energy", "facility_kwh"),
-        ("carbon", "operational_kgco2e"),
-        ("carbon", "embodied_kgco2e"),
-        ("carbon", "total_kgco2e"),
-        ("carbon", "water_l"),
-        ("tco", "total_usd"),
-        ("tco", "usd_per_million_tokens"),
-    )
-    figures = [
-        s.wall_days,
+    figures = [  # in the order of SAMPLED_FIGURES
         shares.goodput,
+        s.wall_days,
         e.it_kwh,
         e.facility_kwh,
         e.operational_kgco2e,
@@ -151,12 +165,33 @@ def figure_ranges(resolved: Resolved, row: Mapping[str, Any]) -> Ranges:
     ]
     if not (np.isfinite(sampled_q).all() and all(map(math.isfinite, exact[0] + exact[1] + exact[2]))):
         raise SolverInternalError("a range of the report is not finite")
-    out: Ranges = {"step": {}}
-    for name, (p10, p50, p90) in zip(("step_s", "tokens_per_s", "mfu"), exact, strict=True):
-        out["step"][name] = {"p10": p10, "p50": p50, "p90": p90}
-    for (section, name), (p10, p50, p90) in zip(names, sampled_q.tolist(), strict=True):
-        out.setdefault(section, {})[name] = {"p10": p10, "p50": p50, "p90": p90}
-    return out
+    out: dict[str, Range] = {}
+    for key, (p10, p50, p90) in zip(STEP_FIGURES + SAMPLED_FIGURES, exact + sampled_q.tolist(), strict=True):
+        out[key] = {"p10": p10, "p50": p50, "p90": p90}
+    method: RangesMethod = {
+        "method": "monte_carlo",
+        "samples": SAMPLES,
+        "seed": SEED,
+        "quantiles": QUANTILES_TEXT,
+        "step_residual": {"step_class": run_class, "mean": mean, "sigma": sigma, "held_out": HELD_OUT},
+        "inputs": [FIELD_PATHS[field] for spread in SPREADS for field in spread.fields],
+    }
+    return out, method
+
+
+def range_assumptions() -> list[Assumption]:
+    """One ``assumptions`` entry per sampled input: its log-space sigma, distribution, derivation and source
+    (new dicts for each report)."""
+    return [
+        {
+            "key": f"ranges.{FIELD_PATHS[field]}",
+            "value": spread.sigma,
+            "unit": f"sigma of ln, {spread.distribution}",
+            "source": f"{spread.derivation}; {spread.source}",
+        }
+        for spread in SPREADS
+        for field in spread.fields
+    ]
 
 
 def _sampled_reliability(inp: LedgerInputs, point: Reliability) -> Reliability:

@@ -26,7 +26,7 @@ from solvers.inputs import SCHEMA_VERSION, Resolved
 from solvers.layout import Layout
 from solvers.ledger import LedgerResult
 from solvers.ledger_assumptions import step_assumptions
-from solvers.ranges import figure_ranges
+from solvers.ranges import figure_ranges, range_assumptions
 from solvers.report_types import Assumption, LayoutBlock, Report, SearchSummary
 
 __all__ = ["compose", "compose_report", "reason_to_error", "step_assumptions"]
@@ -75,8 +75,8 @@ def compose(
     ranges: bool = True,
 ) -> Report:
     """The report of ``resolved`` at ``layout``, from the engine's ``row`` (python scalars) and ``ledger``.
-    ``ranges`` adds each section's ``range`` (``solvers.ranges``); False leaves them out (the rest of the
-    report is the same bits either way).
+    ``ranges`` adds the figures' ``ranges``, ``ranges_method`` and one assumption entry per sampled input
+    (``solvers.ranges``); False leaves them out (the rest of the report is the same bits either way).
 
     The report owns every dict and list in it: ``resolved`` gives a new document and new assumption entries
     on each read, and stays as it was.
@@ -176,9 +176,9 @@ def _compose(
     if search is not None:
         report["search"] = dict(search)
     if ranges:
-        # Python floats, checked finite where they were made; every section dict is this report's own.
-        for section, block in figure_ranges(resolved, row).items():
-            report[section]["range"] = block  # type: ignore[literal-required]
+        # Python floats, checked finite where they were made (CONTRACT.md v1.1, additive).
+        report["ranges"], report["ranges_method"] = figure_ranges(resolved, row)
+        assumptions.extend(range_assumptions())
     return _checked(report, row)
 
 

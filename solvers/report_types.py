@@ -7,7 +7,7 @@ reads the same keys (``Num`` then stands for a numpy array), so the ledger block
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypeAlias, TypedDict
+from typing import Any, TypeAlias, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -23,8 +23,24 @@ class Range(TypedDict):
     p90: float
 
 
-# A section's ``range``: the ranges of its headline figures by figure name (an additive field of v1).
-RangeMap: TypeAlias = dict[str, Range]
+class StepResidual(TypedDict):
+    """The step model's residual class behind a report's step ranges (``solvers/catalog/step_uncertainty.json``)."""
+
+    step_class: str  # "dense/small" | "dense/large" | "moe/small" | "moe/large"
+    mean: float  # of ln(actual step_s / predicted step_s)
+    sigma: float
+    held_out: bool  # False: residuals of the runs the calibration was set on
+
+
+class RangesMethod(TypedDict):
+    """How a report's ``ranges`` were made (CONVENTIONS.md "Ranges")."""
+
+    method: str  # "monte_carlo"
+    samples: int
+    seed: int
+    quantiles: str
+    step_residual: StepResidual
+    inputs: list[str]  # the document paths of the sampled inputs (each an ``assumptions`` entry)
 
 
 class Assumption(TypedDict):
@@ -76,7 +92,6 @@ class StepBlock(TypedDict):
     hfu: float
     gpu_busy_fraction: float
     roofline_bound: bool
-    range: NotRequired[RangeMap]
 
 
 class TrafficBlock(TypedDict):
@@ -121,7 +136,6 @@ class ReliabilityBlock(TypedDict):
     lost_h: LostHours
     goodput: Num
     goodput_ledger: str
-    range: NotRequired[RangeMap]
 
 
 class ScheduleBlock(TypedDict):
@@ -131,14 +145,12 @@ class ScheduleBlock(TypedDict):
     steps: Num
     tokens: Num
     window_days: float | None
-    range: NotRequired[RangeMap]
 
 
 class EnergyBlock(TypedDict):
     it_kwh: Num
     facility_kwh: Num
     mean_it_power_kw: Num
-    range: NotRequired[RangeMap]
 
 
 class CarbonBlock(TypedDict):
@@ -146,7 +158,6 @@ class CarbonBlock(TypedDict):
     embodied_kgco2e: Num
     total_kgco2e: Num
     water_l: Num
-    range: NotRequired[RangeMap]
 
 
 class TcoBlock(TypedDict):
@@ -160,7 +171,6 @@ class TcoBlock(TypedDict):
     checkpoint_cost_usd: Num
     capex_share: Num
     capex_total_usd: Num
-    range: NotRequired[RangeMap]
 
 
 class SearchSummary(TypedDict, total=False):
@@ -191,6 +201,10 @@ class _ReportRequired(TypedDict):
 
 
 class Report(_ReportRequired, total=False):
-    """One plan's report: ``search`` is present when the layout was chosen by ``layout: auto``."""
+    """One plan's report: ``search`` is present when the layout was chosen by ``layout: auto``; ``ranges``
+    (p10/p50/p90 by the figure's dotted path, e.g. ``"step.step_s"``) and ``ranges_method`` are the additive
+    v1.1 fields, present unless the caller asked for none (``solve(..., ranges=False)``)."""
 
     search: dict[str, Any]
+    ranges: dict[str, Range]
+    ranges_method: RangesMethod

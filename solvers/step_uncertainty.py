@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CLASSES", "MIN_RUNS", "PATH", "SMALL_MAX_GPUS", "fit", "read", "step_class"]
+__all__ = ["CLASSES", "MIN_RUNS", "PATH", "SMALL_MAX_GPUS", "fit", "read", "read_held_out", "step_class"]
 
 PATH = Path(__file__).resolve().parent / "catalog" / "step_uncertainty.json"
 CLASSES: tuple[str, ...] = ("dense/small", "dense/large", "moe/small", "moe/large")
@@ -59,6 +59,11 @@ def read(path: Path = PATH) -> dict[str, tuple[float, float]]:
             raise ValueError(f"{path}: class {name} needs a finite mean and a sigma >= 0")
         out[name] = (mean, sigma)
     return out
+
+
+def read_held_out(path: Path = PATH) -> bool:
+    """Whether the file's residuals are held out (True) or in sample (False, or no ``held_out`` key)."""
+    return bool(json.loads(path.read_text(encoding="utf-8")).get("held_out", False))
 
 
 def residuals(rows: Iterable[Mapping[str, Any]]) -> dict[str, float]:

@@ -4,9 +4,10 @@ Charts get plain numbers in the unit on their axis (tonnes, cubic metres, days),
 printed with the ``planner_format`` filters (a few significant digits and a unit); the full precision stays
 in the API and its CSV.
 
-Ranges: a report may carry a p10/p50/p90 range next to a headline figure, either as ``<figure>_range`` in
-the same section or under the section's ``range`` mapping (``{"schedule": {"wall_clock_days": 23.5,
-"range": {"wall_clock_days": {"p10": 21.0, "p50": 23.5, "p90": 27.2}}}}``; ``api.compare.figure_range``).
+Ranges: a report may carry a p10/p50/p90 range of a headline figure in its top-level ``ranges`` keyed by
+the figure's path (``{"ranges": {"schedule.wall_clock_days": {"p10": 21.0, "p50": 23.5, "p90": 27.2}}}``,
+what the solver writes), or beside it as a section's ``range`` mapping or a ``<figure>_range`` sibling
+(``api.compare.figure_range``).
 Where one is present the table prints p10-p90 and the chart draws it as an error bar, and a delta the API
 marks ``within_uncertainty`` (the ranges overlap) says so; where none is, nothing is shown.
 """

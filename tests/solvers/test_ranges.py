@@ -25,22 +25,36 @@ from solvers.search.document import search_document
 from solvers.step_uncertainty import CLASSES, MIN_RUNS, PATH, fit, read, residuals, step_class
 from tests.profiles import examples
 
-HEADLINE = {
-    "step": ("step_s", "tokens_per_s", "mfu"),
-    "schedule": ("wall_clock_days",),
-    "reliability": ("goodput",),
-    "energy": ("it_kwh", "facility_kwh"),
-    "carbon": ("operational_kgco2e", "embodied_kgco2e", "total_kgco2e", "water_l"),
-    "tco": ("total_usd", "usd_per_million_tokens"),
-}
+HEADLINE = (
+    "step.step_s",
+    "step.tokens_per_s",
+    "step.mfu",
+    "reliability.goodput",
+    "schedule.wall_clock_days",
+    "energy.it_kwh",
+    "energy.facility_kwh",
+    "carbon.operational_kgco2e",
+    "carbon.embodied_kgco2e",
+    "carbon.total_kgco2e",
+    "carbon.water_l",
+    "tco.total_usd",
+    "tco.usd_per_million_tokens",
+)
+
+
+def _point(report: dict[str, Any], key: str) -> float:
+    section, name = key.split(".")
+    return float(report[section][name])
+
 
 LLAMA = "llama3-405b-16384.yaml"
 
 
 def _without_ranges(report: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(report)
-    for section in HEADLINE:
-        out[section].pop("range", None)
+    out.pop("ranges")
+    out.pop("ranges_method")
+    out["assumptions"] = [a for a in out["assumptions"] if not a["key"].startswith("ranges.")]
     return out
 
 
@@ -50,35 +64,39 @@ def _bits(report: Any) -> str:
 
 def test_every_headline_figure_has_an_ordered_range() -> None:
     report = solve(load_example(LLAMA))
-    for section, names in HEADLINE.items():
-        assert sorted(report[section]["range"]) == sorted(names)
-        for name in names:
-            spread = report[section]["range"][name]
-            assert set(spread) == {"p10", "p50", "p90"}
-            assert all(type(v) is float for v in spread.values())
-            assert spread["p10"] <= spread["p50"] <= spread["p90"]
+    assert tuple(report["ranges"]) == HEADLINE
+    for key in HEADLINE:
+        spread = report["ranges"][key]
+        assert set(spread) == {"p10", "p50", "p90"}
+        assert all(type(v) is float for v in spread.values())
+        assert spread["p10"] <= spread["p50"] <= spread["p90"]
     # a real spread, not three copies of the point
-    assert report["step"]["range"]["step_s"]["p10"] < report["step"]["range"]["step_s"]["p90"]
-    assert report["carbon"]["range"]["water_l"]["p10"] < report["carbon"]["range"]["water_l"]["p90"]
+    assert report["ranges"]["step.step_s"]["p10"] < report["ranges"]["step.step_s"]["p90"]
+    assert report["ranges"]["carbon.water_l"]["p10"] < report["ranges"]["carbon.water_l"]["p90"]
+    method = report["ranges_method"]
+    assert method["samples"] >= 1_000 and method["step_residual"]["step_class"] == "dense/large"
+    sampled = {a["key"] for a in report["assumptions"] if a["key"].startswith("ranges.")}
+    assert sampled == {f"ranges.{path}" for path in method["inputs"]}
+    assert "ranges.site.pue" in sampled and "ranges.cluster.reliability.gpu_mttf_h" in sampled
 
 
 def test_step_p50_is_the_point_moved_by_the_class_mean() -> None:
     resolved = resolve(load_example(LLAMA))
     report = solve_resolved(resolved)
     mean, sigma = ranges_module.STEP_CLASSES["dense/large"]
-    step = report["step"]
-    assert step["range"]["step_s"]["p50"] == pytest.approx(step["step_s"] * math.exp(mean), rel=1e-12)
-    assert step["range"]["step_s"]["p90"] == pytest.approx(
+    step, ranges = report["step"], report["ranges"]
+    assert ranges["step.step_s"]["p50"] == pytest.approx(step["step_s"] * math.exp(mean), rel=1e-12)
+    assert ranges["step.step_s"]["p90"] == pytest.approx(
         step["step_s"] * math.exp(mean + 1.2815515655446004 * sigma), rel=1e-12
     )
     # MFU and throughput move against the step time
-    assert step["range"]["mfu"]["p10"] == pytest.approx(step["mfu"] / math.exp(mean + 1.28155157 * sigma))
+    assert ranges["step.mfu"]["p10"] == pytest.approx(step["mfu"] / math.exp(mean + 1.28155157 * sigma))
 
 
 def test_a_report_without_ranges_is_the_same_report_less_its_ranges() -> None:
     document = load_example(LLAMA)
     with_ranges, without = solve(document), solve(document, ranges=False)
-    assert all("range" not in without[section] for section in HEADLINE)
+    assert "ranges" not in without and "ranges_method" not in without
     assert _bits(_without_ranges(with_ranges)) == _bits(without)
 
 
@@ -94,8 +112,7 @@ def test_the_same_document_gives_the_same_bits_on_every_path() -> None:
         key: searched["layout"][key] for key in ("tp", "pp", "cp", "ep", "dp", "microbatch_seqs", "schedule")
     }
     again = solve(given)
-    for section in HEADLINE:
-        assert searched[section]["range"] == again[section]["range"]
+    assert searched["ranges"] == again["ranges"]
 
 
 def test_two_plans_share_their_draws() -> None:
@@ -104,8 +121,10 @@ def test_two_plans_share_their_draws() -> None:
     dearer = copy.deepcopy(document)
     dearer["site"] = {**document.get("site", {}), "electricity_usd_per_kwh": 0.24}
     cheap = {**document, "site": {**document.get("site", {}), "electricity_usd_per_kwh": 0.12}}
-    a, b = solve(cheap)["carbon"]["range"], solve(dearer)["carbon"]["range"]
-    assert a == b  # carbon reads no price: the same draws give the same range
+    a, b = solve(cheap)["ranges"], solve(dearer)["ranges"]
+    carbon = [key for key in HEADLINE if key.startswith("carbon.")]
+    assert [a[k] for k in carbon] == [b[k] for k in carbon]  # carbon reads no price: the same draws
+    assert a["tco.total_usd"] != b["tco.total_usd"]
 
 
 def test_with_nothing_uncertain_the_range_collapses_on_the_ledger(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -115,11 +134,9 @@ def test_with_nothing_uncertain_the_range_collapses_on_the_ledger(monkeypatch: p
     monkeypatch.setattr(ranges_module, "STEP_CLASSES", dict.fromkeys(CLASSES, (0.0, 0.0)))
     for name in (LLAMA, "seed000-llama3-70b-512xh100-poland.yaml", "deepseek-v3-2048xh800.yaml"):
         report = solve(load_example(name))
-        for section, names in HEADLINE.items():
-            for figure in names:
-                spread = report[section]["range"][figure]
-                for q in ("p10", "p50", "p90"):
-                    assert spread[q] == pytest.approx(report[section][figure], rel=1e-9), (section, figure)
+        for key in HEADLINE:
+            for q in ("p10", "p50", "p90"):
+                assert report["ranges"][key][q] == pytest.approx(_point(report, key), rel=1e-9), (name, key)
 
 
 SETTINGS = settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -163,11 +180,10 @@ def test_p10_p50_p90_are_ordered_for_any_scenario(
     if days is not None:
         document["economics"]["job_days"] = days
     report = solve(document)
-    for section, names in HEADLINE.items():
-        for name in names:
-            spread = report[section]["range"][name]
-            assert math.isfinite(spread["p10"]) and math.isfinite(spread["p90"])
-            assert spread["p10"] <= spread["p50"] <= spread["p90"], (section, name, spread)
+    for key in HEADLINE:
+        spread = report["ranges"][key]
+        assert math.isfinite(spread["p10"]) and math.isfinite(spread["p90"])
+        assert spread["p10"] <= spread["p50"] <= spread["p90"], (key, spread)
 
 
 @pytest.mark.parametrize("ledger", ["expected_loss", "sec5_writes_half_interval", "mlsysim_goodput_ratio"])
