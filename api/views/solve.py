@@ -29,7 +29,9 @@ SCENARIO_EXAMPLE = {
 
 SOLVE_DESCRIPTION = (
     "Solve a whole scenario document (model, cluster, site, training, economics) and return the report "
-    "document. Nothing is stored. A bad document is a 400 listing each broken rule with its field path.\n"
+    "document. Nothing is stored. A bad document is a 400 listing each broken rule with its field path. "
+    "The report carries `ranges` (p10, p50, p90 of its headline figures keyed by the figure's path, e.g. "
+    "`step.step_s`) and `ranges_method` (CONTRACT v1.1, additive; docs/CONVENTIONS.md \"Ranges\").\n"
     + LIMITS_MARKDOWN
 )
 
