@@ -201,8 +201,8 @@ def compare_table(*, items: Sequence[CompareItem], baseline_index: int) -> dict[
         values = {}
         for metric in METRICS:
             value = report_number(item.report, metric.key)
-            base = base_values[metric.key]
-            delta, pct = deltas(value, base)
+            base_value = base_values[metric.key]
+            delta, pct = deltas(value, base_value)
             spread = figure_range(item.report, metric.key)
             values[metric.key] = {
                 "value": value,
@@ -211,7 +211,7 @@ def compare_table(*, items: Sequence[CompareItem], baseline_index: int) -> dict[
                 "range": spread,
                 "within_uncertainty": None
                 if index == baseline_index
-                else within_uncertainty(value, base, spread, base_ranges[metric.key]),
+                else within_uncertainty(value, base_value, spread, base_ranges[metric.key]),
             }
         rows.append(
             {

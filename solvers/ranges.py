@@ -227,4 +227,4 @@ def _sampled_reliability(inp: LedgerInputs, point: Reliability) -> Reliability:
         mtbf_s=mtbf_s,
     )
     # Arrays in the fields of one scenario's figures: the ledger's blocks read them elementwise.
-    return replace(point, cluster_mtbf_h=cluster_mtbf_h, interval_s=interval_s, shares=shares)  # type: ignore[arg-type]
+    return replace(point, cluster_mtbf_h=cluster_mtbf_h, interval_s=interval_s, shares=shares)

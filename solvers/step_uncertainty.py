@@ -15,18 +15,16 @@ A run whose paper gives an MFU-like figure has r = ln(predicted / published) (th
 proportional to MFU at fixed FLOPs per step); one that gives a step time has r = ln(published / predicted).
 One residual per run: its step time where published, else its first MFU-like figure.
 
-``python -m solvers.step_uncertainty [--write]`` fits the file from ``solvers.published.step_rows`` (the rows of
-``python -m solvers validate``) and prints it; ``--write`` writes it. Those rows are in-sample (the default
-calibration was set on them), which ``held_out: false`` says; a held-out fit writes the same format.
+``python -m solvers.fit_step_uncertainty [--write]`` fits the file from the rows of ``python -m solvers
+validate`` with ``fit`` and prints it; ``--write`` writes it. Those rows are in sample (the default calibration
+was set on them), which ``held_out: false`` says; a held-out fit writes the same format.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -112,37 +110,3 @@ def fit(
         "held_out": held_out,
         "classes": classes,
     }
-
-
-def _classified_validate_rows() -> list[tuple[str, float]]:
-    # Function-local imports: solving goes through solvers.ranges, which imports this module to read the file.
-    from solvers.inputs import resolve  # (see above)
-    from solvers.published import load_example, step_rows  # (see above)
-
-    out = []
-    for example, residual in residuals(step_rows()).items():
-        resolved = resolve(load_example(Path(example).name))
-        out.append((step_class(moe=resolved.model.moe is not None, gpus=resolved.cluster.gpus), residual))
-    return out
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m solvers.step_uncertainty", description=__doc__)
-    parser.add_argument("--write", action="store_true", help=f"write {PATH.name}")
-    args = parser.parse_args(argv)
-    document = fit(
-        _classified_validate_rows(),
-        generated_by="python -m solvers.step_uncertainty --write (rows of python -m solvers validate)",
-        convention="log(actual step_s / predicted step_s), in sample: the default calibration was set on "
-        "these runs, so the spread understates the error on new runs",
-        held_out=False,
-    )
-    text = json.dumps(document, indent=2) + "\n"
-    if args.write:
-        PATH.write_text(text, encoding="utf-8")
-    sys.stdout.write(text)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -26,7 +26,7 @@ def _plans(world: World, reports: list[Callable[[float], dict[str, Any]]]) -> li
     original = f.fake_report
     for i, make in enumerate(reports):
         plan = f.plan_for(team=world.alpha, user=world.alice.user, name=f"ranged-{i}", trio=trio)
-        f.fake_report = make
+        f.fake_report = make  # type: ignore[assignment]
         try:
             f.insert_result(plan=plan, scale=float(i + 1))
         finally:

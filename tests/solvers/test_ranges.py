@@ -42,7 +42,7 @@ HEADLINE = (
 )
 
 
-def _point(report: dict[str, Any], key: str) -> float:
+def _point(report: Any, key: str) -> float:
     section, name = key.split(".")
     return float(report[section][name])
 
@@ -50,7 +50,7 @@ def _point(report: dict[str, Any], key: str) -> float:
 LLAMA = "llama3-405b-16384.yaml"
 
 
-def _without_ranges(report: dict[str, Any]) -> dict[str, Any]:
+def _without_ranges(report: Any) -> dict[str, Any]:
     out = copy.deepcopy(report)
     out.pop("ranges")
     out.pop("ranges_method")
@@ -252,3 +252,19 @@ def test_residuals_take_one_figure_per_run_and_prefer_the_step_time() -> None:
     ]
     out = residuals(rows)
     assert out == {"a.yaml": pytest.approx(math.log(0.5 / 0.4)), "b.yaml": pytest.approx(math.log(1.2))}
+
+
+def test_reports_with_and_without_ranges_follow_the_report_schema() -> None:
+    import jsonschema
+
+    from solvers.report_schema import report_json_schema
+
+    schema = report_json_schema()
+    for name in (LLAMA, "deepseek-v3-2048xh800.yaml", "auto-llama3-70b-1024xh100.yaml"):
+        document = load_example(name)
+        jsonschema.validate(solve(document), schema)
+        jsonschema.validate(solve(document, ranges=False), schema)
+    broken: Any = solve(load_example(LLAMA))
+    broken["ranges"]["step.step_s"].pop("p50")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
