@@ -57,7 +57,7 @@ __all__ = [
 # empirical quantile with linear interpolation lands exactly on them).
 SAMPLES = 1_001
 _RANKS = (100, 500, 900)
-# Any fixed value would do; this one is the number and the year the convention was written.
+# Any fixed value would do: what matters is that it is fixed (the report names it in ``ranges_method``).
 SEED = 13_2026
 QUANTILES = (0.1, 0.5, 0.9)
 _Z = (-P90_Z, 0.0, P90_Z)  # the standard normal at QUANTILES
