@@ -106,10 +106,10 @@ SPREADS: tuple[Spread, ...] = (
         "site.grid_gco2_per_kwh",
         "lognormal",
         p10_p90_sigma(436.0, 480.0),
-        "p10-p90 spans 480 / 436 = 1.10 (sigma 0.0375): the world average under two accounting conventions; "
-        "hourly and marginal intensities vary far more and are not sampled",
-        "Ember Global Electricity Review 2023 (436 gCO2/kWh for 2022, combustion) and 2024 (480 gCO2e/kWh for "
-        "2023, life-cycle emissions)",
+        "p10-p90 spans 480 / 436 = 1.10 (sigma 0.0375): two consecutive editions' world averages, which differ "
+        "in year and in what they count; hourly and marginal intensities vary far more and are not sampled",
+        "Ember Global Electricity Review 2023 (436 gCO2/kWh, world, 2022) and 2024 (480 gCO2e/kWh, world, 2023, "
+        "with emissions counted over the life cycle, upstream methane included)",
     ),
     Spread(
         ("wue_l_per_kwh",),
