@@ -1,5 +1,5 @@
 """Command line: ``python -m solvers solve FILE|- [--batch]``, ``catalog [--json]``, ``validate [--json]``,
-``schema`` (the JSON Schema of the scenario document), ``search FILE|-`` and ``sweep FILE|-``. Every
+``schema [--report]`` (the JSON Schema of the scenario document, or of the report), ``search FILE|-`` and ``sweep FILE|-``. Every
 argparse ``main`` of the solver lives here: this module is the top of the package (``pyproject.toml``,
 import-linter), so it imports what it runs and nothing imports it back.
 
@@ -23,6 +23,7 @@ from solvers.entry import solve
 from solvers.errors import ScenarioError, SolverInternalError
 from solvers.inputs import scenario_json_schema
 from solvers.published import format_table, published_document
+from solvers.report_schema import report_json_schema
 from solvers.search import DEFAULT_PARETO, DEFAULT_TOP, OBJECTIVES, PARETO_METRICS
 from solvers.search.document import search_document
 from solvers.sweep import sweep_document
@@ -277,7 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     cat.add_argument("--json", action="store_true", help="print the whole catalog, with sources, as JSON")
     val = sub.add_parser("validate", help="predicted vs published figures for published training runs")
     val.add_argument("--json", action="store_true", help="print the rows as JSON")
-    sub.add_parser("schema", help="print the JSON Schema of the scenario document")
+    schema = sub.add_parser("schema", help="print the JSON Schema of the scenario document")
+    schema.add_argument("--report", action="store_true", help="the report document's schema instead")
     # search and sweep parse their own arguments (search_main, sweep_main); they are listed here so --help
     # shows them.
     sub.add_parser("search", help="best layouts and the Pareto front (`search --help`)", add_help=False)
@@ -308,7 +310,8 @@ def main(
         if args.command == "catalog":
             return _cmd_catalog(args, stdout)
         if args.command == "schema":
-            print(_dump(scenario_json_schema(), pretty=True), file=stdout)
+            schema = report_json_schema() if args.report else scenario_json_schema()
+            print(_dump(schema, pretty=True), file=stdout)
             return EXIT_OK
         return _cmd_validate(args, stdout)
     except SolverInternalError as exc:
