@@ -1,7 +1,8 @@
 """The comparison table: plans side by side by step budget, time to train, goodput, energy, carbon and TCO.
 
 Each figure is read from a result's report document (CONTRACT.md) and given with its delta against the
-baseline, absolute and in percent. Pure functions over already-loaded rows: the view loads every row it
+baseline, absolute and in percent, and with its range {p10, p50, p90} where the report carries one (its
+``ranges``, CONVENTIONS.md "Ranges"); a delta whose ranges overlap is marked ``within_uncertainty``. Pure functions over already-loaded rows: the view loads every row it
 needs in one query, so a comparison costs the same number of queries for 2 plans as for 20.
 """
 
@@ -58,8 +59,9 @@ METRICS: tuple[Metric, ...] = (
     _m("memory.capacity_bytes", "memory", "Memory per GPU", "bytes"),
 )
 
-# Per-row facts that are not deltas: whether the plan fits, the layout, the warnings and the cloud price.
-ROW_SECTIONS: tuple[str, ...] = ("layout", "warnings")
+# Per-row facts that are not deltas: whether the plan fits, the layout, the warnings and the cloud price; and
+# the figures' ranges.
+ROW_SECTIONS: tuple[str, ...] = ("layout", "warnings", "ranges")
 # The top-level report sections compare reads (it loads only these from the database; a report's
 # assumptions ledger is most of its size).
 REPORT_SECTIONS: tuple[str, ...] = tuple(sorted({m.key.split(".")[0] for m in METRICS} | set(ROW_SECTIONS)))
@@ -76,6 +78,58 @@ def report_number(report: Any, key: str) -> float | None:
         return None
     value = float(node)
     return value if math.isfinite(value) else None
+
+
+QUANTILES = ("p10", "p50", "p90")
+
+
+def figure_range(report: Mapping[str, Any] | None, key: str) -> dict[str, float] | None:
+    """The ``{p10, p50, p90}`` range of the figure at dotted path ``key``, or None when the report has none
+    (or it is not three finite numbers with p10 <= p50 <= p90). Read from the report's top-level ``ranges``
+    keyed by path (``{"ranges": {"schedule.wall_clock_days": {"p10": 21.0, ...}}}``, CONTRACT.md v1.1, what
+    the solver writes), else from the section's ``range`` mapping or a ``<figure>_range`` sibling."""
+    if not report or "." not in key:
+        return None
+    top = report.get("ranges")
+    candidate = top.get(key) if isinstance(top, Mapping) else None
+    if candidate is None:
+        parent_key, name = key.rsplit(".", 1)
+        parent: Any = report
+        for part in parent_key.split("."):
+            parent = parent.get(part) if isinstance(parent, Mapping) else None
+        if not isinstance(parent, Mapping):
+            return None
+        section_ranges = parent.get("range")
+        candidate = parent.get(f"{name}_range")
+        if candidate is None and isinstance(section_ranges, Mapping):
+            candidate = section_ranges.get(name)
+    if not isinstance(candidate, Mapping):
+        return None
+    values = [candidate.get(q) for q in QUANTILES]
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values):
+        return None
+    low, mid, high = (float(v) for v in values)  # type: ignore[arg-type]
+    return {"p10": low, "p50": mid, "p90": high} if low <= mid <= high else None
+
+
+def within_uncertainty(
+    value: float | None,
+    base: float | None,
+    spread: Mapping[str, float] | None,
+    base_spread: Mapping[str, float] | None,
+) -> bool | None:
+    """Whether a difference is inside the uncertainty: the two p10-p90 ranges overlap; with one range only,
+    the other figure lies in it. None when neither figure has a range (or a figure is missing).
+
+    Example: 10-14 days against 13-18 days overlap (True); 10-12 against 13-18 do not (False)."""
+    if value is None or base is None or (spread is None and base_spread is None):
+        return None
+    if spread is not None and base_spread is not None:
+        return spread["p10"] <= base_spread["p90"] and base_spread["p10"] <= spread["p90"]
+    if spread is not None:
+        return spread["p10"] <= base <= spread["p90"]
+    assert base_spread is not None
+    return base_spread["p10"] <= value <= base_spread["p90"]
 
 
 def deltas(value: float | None, base: float | None) -> tuple[float | None, float | None]:
@@ -141,13 +195,24 @@ def row_flags(item: CompareItem) -> list[str]:
 def compare_table(*, items: Sequence[CompareItem], baseline_index: int) -> dict[str, Any]:
     base_report = items[baseline_index].report
     base_values = {m.key: report_number(base_report, m.key) for m in METRICS}
+    base_ranges = {m.key: figure_range(base_report, m.key) for m in METRICS}
     rows = []
     for index, item in enumerate(items):
         values = {}
         for metric in METRICS:
             value = report_number(item.report, metric.key)
-            delta, pct = deltas(value, base_values[metric.key])
-            values[metric.key] = {"value": value, "delta": delta, "delta_pct": pct}
+            base_value = base_values[metric.key]
+            delta, pct = deltas(value, base_value)
+            spread = figure_range(item.report, metric.key)
+            values[metric.key] = {
+                "value": value,
+                "delta": delta,
+                "delta_pct": pct,
+                "range": spread,
+                "within_uncertainty": None
+                if index == baseline_index
+                else within_uncertainty(value, base_value, spread, base_ranges[metric.key]),
+            }
         rows.append(
             {
                 "plan": item.plan_id,
@@ -207,11 +272,17 @@ def layout_text(layout: Any) -> str:
 
 def compare_csv_table(data: Mapping[str, Any]) -> tuple[list[str], list[list[Any]]]:
     """One row per plan: provenance, whether it fits and is current, the layout, the cloud price, the
-    flags and the warnings, then for each metric its value, delta and delta in percent (units in the header)."""
+    flags and the warnings, then for each metric its value, delta and delta in percent (units in the header);
+    after all of those, for each metric its p10, p50 and p90 and whether its delta is within the uncertainty
+    (empty where the report has no range). The range columns come last so that the earlier columns keep
+    their places."""
     header = [*CSV_LEAD_COLUMNS, "layout", "flags", "warnings"]
     for metric in data["metrics"]:
         column = f"{metric['key']} [{metric['unit']}]"
         header += [column, f"{column} delta", f"{metric['key']} delta %"]
+    for metric in data["metrics"]:
+        column = f"{metric['key']} [{metric['unit']}]"
+        header += [f"{column} {q}" for q in QUANTILES] + [f"{metric['key']} within uncertainty"]
     rows = []
     for item in data["items"]:
         row = [item[c] for c in CSV_LEAD_COLUMNS]
@@ -219,5 +290,9 @@ def compare_csv_table(data: Mapping[str, Any]) -> tuple[list[str], list[list[Any
         for metric in data["metrics"]:
             cell = item["values"][metric["key"]]
             row += [cell["value"], cell["delta"], cell["delta_pct"]]
+        for metric in data["metrics"]:
+            cell = item["values"][metric["key"]]
+            spread = cell.get("range") or {}
+            row += [spread.get(q) for q in QUANTILES] + [cell.get("within_uncertainty")]
         rows.append(row)
     return header, rows

@@ -1,6 +1,6 @@
 """Command line: ``python -m solvers solve FILE|- [--batch]``, ``catalog [--json]``, ``validate [--json]``,
-``schema`` (the JSON Schema of the scenario document), ``envelope [--write|--check]`` (the validated envelope),
-``search FILE|-`` and ``sweep FILE|-``. Every
+``schema [--report]`` (the JSON Schema of the scenario document, or of the report), ``envelope [--write|--check]``
+(the validated envelope), ``search FILE|-`` and ``sweep FILE|-``. Every
 argparse ``main`` of the solver lives here: this module is the top of the package (``pyproject.toml``,
 import-linter), so it imports what it runs and nothing imports it back.
 
@@ -25,6 +25,7 @@ from solvers.envelope import envelope_is_current, write_envelope
 from solvers.errors import ScenarioError, SolverInternalError
 from solvers.inputs import scenario_json_schema
 from solvers.published import format_table, published_document
+from solvers.report_schema import report_json_schema
 from solvers.search import DEFAULT_PARETO, DEFAULT_TOP, OBJECTIVES, PARETO_METRICS, load_envelope
 from solvers.search.document import search_document
 from solvers.sweep import sweep_document
@@ -311,7 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
     cat.add_argument("--json", action="store_true", help="print the whole catalog, with sources, as JSON")
     val = sub.add_parser("validate", help="predicted vs published figures for published training runs")
     val.add_argument("--json", action="store_true", help="print the rows as JSON")
-    sub.add_parser("schema", help="print the JSON Schema of the scenario document")
+    schema = sub.add_parser("schema", help="print the JSON Schema of the scenario document")
+    schema.add_argument("--report", action="store_true", help="the report document's schema instead")
     env = sub.add_parser(
         "envelope", help="the validated envelope's data file, derived from the corpus and the published cases"
     )
@@ -350,7 +352,8 @@ def main(
         if args.command == "envelope":
             return _cmd_envelope(args, stdout, stderr)
         if args.command == "schema":
-            print(_dump(scenario_json_schema(), pretty=True), file=stdout)
+            schema = report_json_schema() if args.report else scenario_json_schema()
+            print(_dump(schema, pretty=True), file=stdout)
             return EXIT_OK
         return _cmd_validate(args, stdout)
     except SolverInternalError as exc:

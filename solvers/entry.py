@@ -38,16 +38,18 @@ __all__ = ["SOLVER_VERSION", "reprice_many", "solve", "solve_many", "solve_resol
 PRICE_FIELDS = ("electricity_usd_per_kwh", "accelerator_unit_price_usd", "cloud_usd_per_gpu_hour")
 
 
-def solve(document: Any) -> Report:
+def solve(document: Any, *, ranges: bool = True) -> Report:
     """Scenario document (dict) -> report document (dict); ``ScenarioError`` names the field for bad input.
+    ``ranges=False`` leaves out the p10/p50/p90 ``range`` of each section (``solvers.ranges``), which
+    about halves the cost of a report; every other figure is the same either way.
 
     Example: ``solve({"model": {"preset": "llama3-8b"}, "cluster": {"node": "dgx-h100", "gpus": 64}})``
     returns a report whose ``step.step_s`` is the time of one optimizer step of a ~4M-token batch.
     """
-    return solve_resolved(resolve(document))
+    return solve_resolved(resolve(document), ranges=ranges)
 
 
-def solve_resolved(resolved: Resolved) -> Report:
+def solve_resolved(resolved: Resolved, *, ranges: bool = True) -> Report:
     """The report of a resolved scenario. ``resolved`` is only read: the report gets its own copies of the
     scenario document and the assumptions, so solving one ``Resolved`` again gives an equal report."""
     layout, row, search = pick_layout(resolved)
@@ -55,7 +57,7 @@ def solve_resolved(resolved: Resolved) -> Report:
     # made them once, into ``resolved``.
     inputs = ledger_inputs(resolved, row["step_s"], row["gpu_busy_fraction"])
     ledger = compute_ledger(inputs, assumptions=False, held_reliability=resolved.reliability)
-    return compose(resolved, layout, row, ledger, search)
+    return compose(resolved, layout, row, ledger, search, ranges=ranges)
 
 
 def solve_many(documents: Iterable[Any]) -> list[Report | dict[str, Any]]:
@@ -141,7 +143,8 @@ def reprice_many(
     steps: Sequence[tuple[float, float]],
     prices: Sequence[Mapping[str, float | None]],
 ) -> list[TcoBlock]:
-    """The report's ``tco`` section of each held plan under new prices (a price book's change).
+    """The report's ``tco`` section of each held plan under new prices (a price book's change), without its
+    ``range`` (the section of ``solve(..., ranges=False)``).
 
     ``held[i]`` is a resolved plan, ``steps[i]`` its ``(step_s, gpu_busy_fraction)`` (the report's ``step``),
     ``prices[i]`` its new prices by ``PRICE_FIELDS`` name. Prices move no step, no failure, no schedule and no

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -169,6 +169,56 @@ def goodput_shares(
     raise ScenarioError.single(
         "training.checkpoint.goodput_ledger",
         "must be one of expected_loss, sec5_writes_half_interval, mlsysim_goodput_ratio",
+    )
+
+
+def goodput_shares_array(
+    *, ledger: str, interval_s: Any, checkpoint_write_s: float, restart_s: float, mtbf_s: Any
+) -> GoodputShares:
+    """``goodput_shares`` over numpy arrays of intervals and MTBFs (the samples of ``solvers.ranges``).
+
+    The same equations, elementwise, with the same exponent cap and the same floor of the first-order ledgers;
+    the inputs are taken as checked (the sampled MTBFs are positive multiples of checked ones). The shares are
+    arrays and ``floored`` is True when any sample was floored.
+    Example: ``interval_s=np.array([8157.0]), checkpoint_write_s=141.2, restart_s=300.0,
+    mtbf_s=np.array([241_071.4])`` gives the goodput of ``goodput_shares`` for those values, 0.9650.
+    """
+    t = np.asarray(interval_s, dtype=np.float64)
+    m = np.asarray(mtbf_s, dtype=np.float64)
+    c, r = float(checkpoint_write_s), float(restart_s)
+    if ledger == "expected_loss":
+        segment_s = t + c
+        work_phase_s = m * np.expm1(np.minimum(segment_s / m, _MAX_EXPONENT))
+        restarts_s = work_phase_s * np.expm1(np.minimum(r / m, _MAX_EXPONENT))
+        expected_s = work_phase_s + restarts_s
+        rework_s = np.maximum(work_phase_s - segment_s, 0.0)
+        return GoodputShares(
+            goodput=t / expected_s,  # type: ignore[arg-type]  # arrays: one share per sample
+            checkpoint_writes=c / expected_s,  # type: ignore[arg-type]
+            rework=rework_s / expected_s,  # type: ignore[arg-type]
+            restarts=restarts_s / expected_s,  # type: ignore[arg-type]
+            floored=False,
+        )
+    if ledger == "sec5_writes_half_interval":
+        writes, rework, restarts = c / t, t / (2.0 * m), np.zeros_like(m)
+    elif ledger == "mlsysim_goodput_ratio":
+        writes, rework, restarts = c / t + 0.0 * m, np.zeros_like(m), r / m
+    else:
+        raise ScenarioError.single(
+            "training.checkpoint.goodput_ledger",
+            "must be one of expected_loss, sec5_writes_half_interval, mlsysim_goodput_ratio",
+        )
+    writes, rework, restarts = np.broadcast_arrays(writes, rework, restarts)
+    goodput = 1.0 - writes - rework - restarts
+    floored = goodput <= GOODPUT_FLOOR
+    # Rescale the losses so the shares still sum to one around the floor (as ``_first_order``).
+    scale = np.where(floored, (1.0 - GOODPUT_FLOOR) / (writes + rework + restarts), 1.0)
+    return GoodputShares(
+        goodput=np.where(floored, GOODPUT_FLOOR, goodput),  # type: ignore[arg-type]
+        checkpoint_writes=writes * scale,  # type: ignore[arg-type]
+        rework=rework * scale,  # type: ignore[arg-type]
+        restarts=restarts * scale,  # type: ignore[arg-type]
+        floored=bool(floored.any()),
     )
 
 

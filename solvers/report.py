@@ -26,6 +26,7 @@ from solvers.inputs import SCHEMA_VERSION, Resolved
 from solvers.layout import Layout
 from solvers.ledger import LedgerResult
 from solvers.ledger_assumptions import step_assumptions
+from solvers.ranges import figure_ranges, range_assumptions
 from solvers.report_types import Assumption, LayoutBlock, Report, SearchSummary
 
 __all__ = ["compose", "compose_report", "reason_to_error", "step_assumptions"]
@@ -40,9 +41,11 @@ def compose_report(
     row: Mapping[str, Any],
     ledger: LedgerResult,
     search: Mapping[str, Any] | None = None,
+    ranges: bool = True,
 ) -> Report:
     """The report from a resolved scenario, one layout given as a mapping with the document's spellings
-    (``solvers.inputs.layout_from_batch``), its engine row and its ledger (the search's best layout)."""
+    (``solvers.inputs.layout_from_batch``), its engine row and its ledger (the search's best layout);
+    ``ranges`` as in ``compose``."""
     block: LayoutBlock = {
         "tp": int(layout["tp"]),
         "pp": int(layout["pp"]),
@@ -60,7 +63,7 @@ def compose_report(
         "expert_tp": int(layout["expert_tp"]),
         "grad_reduce_dtype": str(layout["grad_reduce_dtype"]),
     }
-    return _compose(resolved, block, row, ledger, None if search is None else dict(search))
+    return _compose(resolved, block, row, ledger, None if search is None else dict(search), ranges)
 
 
 def compose(
@@ -69,13 +72,16 @@ def compose(
     row: Mapping[str, Any],
     ledger: LedgerResult,
     search: SearchSummary | None = None,
+    ranges: bool = True,
 ) -> Report:
     """The report of ``resolved`` at ``layout``, from the engine's ``row`` (python scalars) and ``ledger``.
+    ``ranges`` adds the figures' ``ranges``, ``ranges_method`` and one assumption entry per sampled input
+    (``solvers.ranges``); False leaves them out (the rest of the report is the same bits either way).
 
     The report owns every dict and list in it: ``resolved`` gives a new document and new assumption entries
     on each read, and stays as it was.
     """
-    return _compose(resolved, layout.block(row["microbatches"]), row, ledger, search)
+    return _compose(resolved, layout.block(row["microbatches"]), row, ledger, search, ranges)
 
 
 def _compose(
@@ -84,6 +90,7 @@ def _compose(
     row: Mapping[str, Any],
     ledger: LedgerResult,
     search: Mapping[str, Any] | None,
+    ranges: bool,
 ) -> Report:
     warnings = list(resolved.warnings)
     fits = bool(row["fits"])
@@ -168,6 +175,10 @@ def _compose(
     }
     if search is not None:
         report["search"] = dict(search)
+    if ranges:
+        # Python floats, checked finite where they were made (CONTRACT.md v1.1, additive).
+        report["ranges"], report["ranges_method"] = figure_ranges(resolved, row)
+        assumptions.extend(range_assumptions())
     return _checked(report, row)
 
 

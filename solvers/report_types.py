@@ -15,6 +15,34 @@ import numpy.typing as npt
 Num: TypeAlias = float | npt.NDArray[np.float64]
 
 
+class Range(TypedDict):
+    """The p10, p50 and p90 of a figure under the report's uncertainty (CONVENTIONS.md "Ranges")."""
+
+    p10: float
+    p50: float
+    p90: float
+
+
+class StepResidual(TypedDict):
+    """The step model's residual class behind a report's step ranges (``solvers/catalog/step_uncertainty.json``)."""
+
+    step_class: str  # "dense/small" | "dense/large" | "moe/small" | "moe/large"
+    mean: float  # of ln(actual step_s / predicted step_s)
+    sigma: float
+    held_out: bool  # False: residuals of the runs the calibration was set on
+
+
+class RangesMethod(TypedDict):
+    """How a report's ``ranges`` were made (CONVENTIONS.md "Ranges")."""
+
+    method: str  # "monte_carlo"
+    samples: int
+    seed: int
+    quantiles: str
+    step_residual: StepResidual
+    inputs: list[str]  # the document paths of the sampled inputs (each an ``assumptions`` entry)
+
+
 class Assumption(TypedDict):
     """One entry of the assumptions ledger: which value a number rests on, its unit and where it came from."""
 
@@ -175,6 +203,10 @@ class _ReportRequired(TypedDict):
 
 
 class Report(_ReportRequired, total=False):
-    """One plan's report: ``search`` is present when the layout was chosen by ``layout: auto``."""
+    """One plan's report: ``search`` is present when the layout was chosen by ``layout: auto``; ``ranges``
+    (p10/p50/p90 by the figure's dotted path, e.g. ``"step.step_s"``) and ``ranges_method`` are the additive
+    v1.1 fields, present unless the caller asked for none (``solve(..., ranges=False)``)."""
 
     search: dict[str, Any]
+    ranges: dict[str, Range]
+    ranges_method: RangesMethod

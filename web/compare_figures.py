@@ -4,52 +4,26 @@ Charts get plain numbers in the unit on their axis (tonnes, cubic metres, days),
 printed with the ``planner_format`` filters (a few significant digits and a unit); the full precision stays
 in the API and its CSV.
 
-Ranges: a report may carry a p10/p50/p90 range next to a headline figure, either as ``<figure>_range`` in
-the same section or under the section's ``range`` mapping (``{"schedule": {"wall_clock_days": 23.5,
-"range": {"wall_clock_days": {"p10": 21.0, "p50": 23.5, "p90": 27.2}}}}``). Where one is present the table
-prints p10-p90 and the chart draws it as an error bar; where none is, nothing is shown.
+Ranges: a report may carry a p10/p50/p90 range of a headline figure in its top-level ``ranges`` keyed by
+the figure's path (``{"ranges": {"schedule.wall_clock_days": {"p10": 21.0, "p50": 23.5, "p90": 27.2}}}``,
+what the solver writes), or beside it as a section's ``range`` mapping or a ``<figure>_range`` sibling
+(``api.compare.figure_range``).
+Where one is present the table prints p10-p90 and the chart draws it as an error bar, and a delta the API
+marks ``within_uncertainty`` (the ranges overlap) says so; where none is, nothing is shown.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
 from django.utils.safestring import mark_safe
 
-from api.compare import CompareItem, report_number
+from api.compare import CompareItem, figure_range, report_number
 from web.templatetags.planner_format import binary_bytes, pct, si, sig, signed_pct, tonnes_co2e, usd
 
-# --- ranges -----------------------------------------------------------------------------------------------
-
-QUANTILES = ("p10", "p50", "p90")
-
-
-def figure_range(report: Mapping[str, Any] | None, key: str) -> dict[str, float] | None:
-    """The ``{p10, p50, p90}`` range of the figure at dotted path ``key``, or None when the report has none
-    (or it is not three finite numbers with p10 <= p50 <= p90)."""
-    if not report or "." not in key:
-        return None
-    parent_key, name = key.rsplit(".", 1)
-    parent: Any = report
-    for part in parent_key.split("."):
-        parent = parent.get(part) if isinstance(parent, Mapping) else None
-    if not isinstance(parent, Mapping):
-        return None
-    ranges = parent.get("range")
-    candidate = parent.get(f"{name}_range")
-    if candidate is None and isinstance(ranges, Mapping):
-        candidate = ranges.get(name)
-    if not isinstance(candidate, Mapping):
-        return None
-    values = [candidate.get(q) for q in QUANTILES]
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values):
-        return None
-    low, mid, high = (float(v) for v in values)  # type: ignore[arg-type]
-    return {"p10": low, "p50": mid, "p90": high} if low <= mid <= high else None
-
+# --- ranges: read by the API's table (``api.compare.figure_range``) -------------------------------------
 
 # --- printed figures --------------------------------------------------------------------------------------
 
@@ -118,13 +92,9 @@ def delta_table(table: Mapping[str, Any], items: Sequence[CompareItem]) -> dict[
         cells_in = [row["values"][key] for row in table["items"]]
         if all(cell["value"] is None for cell in cells_in):
             continue
-        base_range = figure_range(items[base_index].report, key)
         cells = []
-        for index, (cell, item) in enumerate(zip(cells_in, items, strict=True)):
-            spread = figure_range(item.report, key)
-            within = _within(
-                cell["value"], table["items"][base_index]["values"][key]["value"], spread, base_range
-            )
+        for index, cell in enumerate(cells_in):
+            spread = cell.get("range")
             cells.append(
                 {
                     "value": figure(cell["value"], unit),
@@ -135,7 +105,7 @@ def delta_table(table: Mapping[str, Any], items: Sequence[CompareItem]) -> dict[
                     "range": None
                     if spread is None
                     else f"{figure(spread['p10'], unit)} – {figure(spread['p90'], unit)}",
-                    "within": within and index != base_index,
+                    "within": bool(cell.get("within_uncertainty")) and index != base_index,
                 }
             )
         if not groups or groups[-1]["key"] != metric["group"]:
@@ -169,24 +139,9 @@ def cell_html(cell: Mapping[str, Any]) -> str:
         classes = " ".join(
             c for c in ("delta", cell["direction"], "within-uncertainty" if within else "") if c
         )
-        note = " within the range" if within else ""
+        note = " within uncertainty" if within else ""
         html += f'<span class="{classes}">{escape(cell["delta"])} ({escape(cell["pct"])}){note}</span>'
     return html + "</td>"
-
-
-def _within(
-    value: float | None,
-    base: float | None,
-    spread: Mapping[str, float] | None,
-    base_spread: Mapping[str, float] | None,
-) -> bool:
-    """Whether a difference is inside the uncertainty: the baseline's figure lies in this plan's p10-p90
-    range, or this plan's figure in the baseline's."""
-    if value is None or base is None:
-        return False
-    return (spread is not None and spread["p10"] <= base <= spread["p90"]) or (
-        base_spread is not None and base_spread["p10"] <= value <= base_spread["p90"]
-    )
 
 
 # --- charts -----------------------------------------------------------------------------------------------

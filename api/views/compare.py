@@ -26,10 +26,26 @@ class MetricSerializer(serializers.Serializer):
     unit = serializers.CharField()
 
 
+class RangeSerializer(serializers.Serializer):
+    p10 = serializers.FloatField()
+    p50 = serializers.FloatField()
+    p90 = serializers.FloatField()
+
+
 class CellSerializer(serializers.Serializer):
     value = serializers.FloatField(allow_null=True)
     delta = serializers.FloatField(allow_null=True, help_text="value - baseline value")
     delta_pct = serializers.FloatField(allow_null=True, help_text="100 * (value - baseline) / |baseline|")
+    range = RangeSerializer(
+        allow_null=True,
+        help_text="The figure's p10, p50 and p90 from the report's ranges; null when the report has none.",
+    )
+    within_uncertainty = serializers.BooleanField(
+        allow_null=True,
+        help_text="True when this plan's p10-p90 range and the baseline's overlap (with one range only: the "
+        "other figure lies in it), so the delta is within the uncertainty; null for the baseline and when "
+        "neither has a range.",
+    )
 
 
 class CompareItemSerializer(serializers.Serializer):
@@ -86,7 +102,9 @@ class CompareView(AuthenticatedAPIView):
     compared and is refused with 400). Each row says whether the plan fits in memory, whether its result is
     still current, the layout, the cloud price and the warnings.
     ``baseline`` is the plan id (or, with ``results``, the result id) the deltas are taken against; it
-    defaults to the first listed. Each figure carries its delta in absolute terms and in percent.
+    defaults to the first listed. Each figure carries its delta in absolute terms and in percent, its range
+    (p10, p50, p90) where the report has one, and whether the delta is within the uncertainty (the ranges
+    overlap).
     ``Accept: text/csv`` or ``?format=csv`` gives the same table as CSV, one row per plan.
     The answer carries an ETag; ``If-None-Match`` gets 304 when the comparison has not changed.
     """

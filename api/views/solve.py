@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from api.schema import LIMITS_MARKDOWN
 from api.solving import require_object, solve_document
 from api.views.base import AuthenticatedAPIView
+from solvers.report_schema import report_json_schema
 
 SCENARIO_EXAMPLE = {
     "schema_version": 1,
@@ -29,7 +30,9 @@ SCENARIO_EXAMPLE = {
 
 SOLVE_DESCRIPTION = (
     "Solve a whole scenario document (model, cluster, site, training, economics) and return the report "
-    "document. Nothing is stored. A bad document is a 400 listing each broken rule with its field path.\n"
+    "document. Nothing is stored. A bad document is a 400 listing each broken rule with its field path. "
+    "The report carries `ranges` (p10, p50, p90 of its headline figures keyed by the figure's path, e.g. "
+    '`step.step_s`) and `ranges_method` (CONTRACT v1.1, additive; docs/CONVENTIONS.md "Ranges").\n'
     + LIMITS_MARKDOWN
 )
 
@@ -46,7 +49,7 @@ class SolveView(AuthenticatedAPIView):
 
     @extend_schema(
         request=OpenApiTypes.OBJECT,
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: report_json_schema()},
         tags=["solve"],
         description=SOLVE_DESCRIPTION,
         examples=[OpenApiExample("A 64-GPU Llama 3 8B plan", value=SCENARIO_EXAMPLE, request_only=True)],

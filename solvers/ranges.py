@@ -1,0 +1,230 @@
+"""Ranges {p10, p50, p90} of a report's headline figures (CONVENTIONS.md "Ranges").
+
+Two sources of uncertainty, sampled together ``SAMPLES`` times and run through the ledger's own blocks
+(``solvers.ledger.schedule``, ``energy_carbon``, ``tco``) on numpy arrays, one element per sample:
+
+1. the step model: step_s x exp(r), r ~ Normal(mean, sigma) of the run's class (dense or MoE, at most 2,048
+   GPUs or more) from ``solvers/catalog/step_uncertainty.json`` (``solvers.step_uncertainty``);
+2. the uncertain inputs of ``solvers.catalog.uncertainty.SPREADS`` (MTTFs, PUE, grid and water intensity,
+   electricity and accelerator prices, embodied carbon), each log-normal around the scenario's value.
+
+The step's own figures (step_s, tokens_per_s, mfu) depend on r alone and are exact: step_s's quantile q is
+step_s x exp(mean + sigma z_q). The others are the empirical quantiles (linear interpolation) of the samples.
+The GPUs' busy fraction and the tokens per step are held at the point value: a slower step is taken to be
+as busy.
+
+The draws come from a generator made for each call with the fixed ``SEED``: the same scenario and step give
+the same bits on every path (solve, search, re-run), and two plans are sampled with the same draws (common
+random numbers), so a difference between them is not sampling noise.
+
+The point value of the report is the model at the scenario's values with r = 0. Every sampled input has its
+scenario value as its median, so p50 of step_s is the point x exp(mean); the other p50s sit near the point
+moved by that mean (figures that are not monotone in one input can move further).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from solvers import checkpoint as ckpt
+from solvers import reliability as rel
+from solvers.catalog.uncertainty import P90_Z, SPREADS
+from solvers.errors import SolverInternalError
+from solvers.inputs import Resolved
+from solvers.ledger import SECONDS_PER_HOUR, Reliability, energy_carbon, schedule, tco
+from solvers.ledger_inputs import FIELD_PATHS, LedgerInputs
+from solvers.report_types import Assumption, Range, RangesMethod
+from solvers.step_uncertainty import read, read_held_out, step_class
+
+__all__ = [
+    "QUANTILES",
+    "SAMPLED_FIGURES",
+    "SAMPLES",
+    "SEED",
+    "STEP_CLASSES",
+    "STEP_FIGURES",
+    "figure_ranges",
+    "range_assumptions",
+]
+
+# 1,001 samples: the 10th, 50th and 90th percentiles are then the samples of rank 100, 500 and 900 (the
+# empirical quantile with linear interpolation lands exactly on them).
+SAMPLES = 1_001
+_RANKS = (100, 500, 900)
+# Any fixed value would do: what matters is that it is fixed (the report names it in ``ranges_method``).
+SEED = 13_2026
+QUANTILES = (0.1, 0.5, 0.9)
+_Z = (-P90_Z, 0.0, P90_Z)  # the standard normal at QUANTILES
+
+# (mean, sigma) per class, read once when the module is imported (a table, as the catalog's).
+STEP_CLASSES: Mapping[str, tuple[float, float]] = read()
+HELD_OUT: bool = read_held_out()
+
+# LedgerInputs' scenario fields (all but the step's three), in its order.
+_SCENARIO_FIELDS = operator.attrgetter(*LedgerInputs._fields[3:])
+
+# The figures that carry a range, by their dotted path in the report, in the order of the report.
+STEP_FIGURES = ("step.step_s", "step.tokens_per_s", "step.mfu")
+SAMPLED_FIGURES = (
+    "reliability.goodput",
+    "schedule.wall_clock_days",
+    "energy.it_kwh",
+    "energy.facility_kwh",
+    "carbon.operational_kgco2e",
+    "carbon.embodied_kgco2e",
+    "carbon.total_kgco2e",
+    "carbon.water_l",
+    "tco.total_usd",
+    "tco.usd_per_million_tokens",
+)
+QUANTILES_TEXT = (
+    "step figures: exact quantiles of the log-normal step residual; the others: samples of rank 100, 500 and "
+    "900 of 1,001 (the empirical p10, p50, p90)"
+)
+
+
+def figure_ranges(resolved: Resolved, row: Mapping[str, Any]) -> tuple[dict[str, Range], RangesMethod]:
+    """The ranges of a plan's headline figures by dotted report path (``STEP_FIGURES`` then
+    ``SAMPLED_FIGURES``), and how they were made (the report's ``ranges`` and ``ranges_method``).
+
+    ``resolved`` is the scenario and ``row`` the engine's row of its layout (the report's ``step``).
+    Example: Llama 3 405B on 16,384 H100 (dense/large: mean 0.036, sigma 0.077) at a 6.752 s step: step_s
+    p10 / p50 / p90 = 6.35 / 7.00 / 7.72 s.
+    """
+    step_s, busy = float(row["step_s"]), float(row["gpu_busy_fraction"])
+    tokens_per_step = float(resolved.training.global_batch_tokens)
+    inp = LedgerInputs._make((step_s, busy, tokens_per_step, *_SCENARIO_FIELDS(resolved.ledger_fields)))
+    run_class = step_class(moe=resolved.model.moe is not None, gpus=resolved.cluster.gpus)
+    mean, sigma = STEP_CLASSES[run_class]
+
+    # One draw per sample of the step residual and of every spread, exponentiated in one pass.
+    # Single precision for the draws and their exponentials (twice as fast; 1e-7 relative, far below any
+    # spread), double precision from there on.
+    rng = np.random.Generator(np.random.PCG64(SEED))
+    sigmas = np.array([[sigma], *([spread.sigma] for spread in SPREADS)], dtype=np.float32)
+    draws = rng.standard_normal((1 + len(SPREADS), SAMPLES), dtype=np.float32)
+    factors = np.exp(sigmas * draws).astype(np.float64)
+    sampled: dict[str, Any] = {"step_s": step_s * float(np.exp(mean)) * factors[0]}
+    for spread, factor in zip(SPREADS, factors[1:], strict=True):
+        for field in spread.fields:
+            value = float(getattr(inp, field))
+            if spread.distribution == "lognormal_overhead":
+                sampled[field] = 1.0 + (value - 1.0) * factor
+            else:
+                sampled[field] = value * factor
+    inp_s = inp._replace(**sampled)
+
+    r = _sampled_reliability(inp_s, resolved.reliability)
+    s = schedule(inp_s, r, step_s=inp_s.step_s, tokens_per_step=tokens_per_step, shape=(SAMPLES,))
+    e = energy_carbon(inp_s, r, s, busy=busy)
+    shares = r.shares
+    t = tco(
+        unit_price_usd=inp_s.accelerator_unit_price_usd,
+        gpus=inp.gpus,
+        infra_multiplier=inp.infra_multiplier,
+        amortization_years=inp.amortization_years,
+        maintenance_per_year=inp.maintenance_per_year,
+        electricity_usd_per_kwh=inp_s.electricity_usd_per_kwh,
+        cloud_usd_per_gpu_hour=None,
+        wall_h=s.wall_h,
+        wall_days=s.wall_days,
+        facility_kwh=e.facility_kwh,
+        tokens=s.tokens,
+        failure_share=shares.rework + shares.restarts,
+        checkpoint_share=shares.checkpoint_writes,
+    )
+    figures = [  # in the order of SAMPLED_FIGURES
+        shares.goodput,
+        s.wall_days,
+        e.it_kwh,
+        e.facility_kwh,
+        e.operational_kgco2e,
+        e.embodied_kgco2e,
+        e.operational_kgco2e + e.embodied_kgco2e,
+        e.water_l,
+        t.total_usd,
+        t.usd_per_million_tokens,
+    ]
+    stack = np.empty((len(figures), SAMPLES))
+    for i, figure in enumerate(figures):
+        stack[i] = figure  # a figure that no sample moves (a fixed window) broadcasts
+    sampled_q = np.sort(stack, axis=1)[:, _RANKS]
+    # The step's figures depend on r alone: their quantiles are exact.
+    step_factor = [math.exp(mean + sigma * z) for z in _Z]
+    tokens_per_s, mfu = float(row["tokens_per_s"]), float(row["mfu"])
+    exact = [
+        [step_s * f for f in step_factor],
+        [tokens_per_s / f for f in reversed(step_factor)],
+        [mfu / f for f in reversed(step_factor)],
+    ]
+    if not (np.isfinite(sampled_q).all() and all(map(math.isfinite, exact[0] + exact[1] + exact[2]))):
+        raise SolverInternalError("a range of the report is not finite")
+    out: dict[str, Range] = {}
+    for key, (p10, p50, p90) in zip(STEP_FIGURES + SAMPLED_FIGURES, exact + sampled_q.tolist(), strict=True):
+        out[key] = {"p10": p10, "p50": p50, "p90": p90}
+    method: RangesMethod = {
+        "method": "monte_carlo",
+        "samples": SAMPLES,
+        "seed": SEED,
+        "quantiles": QUANTILES_TEXT,
+        "step_residual": {"step_class": run_class, "mean": mean, "sigma": sigma, "held_out": HELD_OUT},
+        "inputs": [FIELD_PATHS[field] for spread in SPREADS for field in spread.fields],
+    }
+    return out, method
+
+
+def range_assumptions() -> list[Assumption]:
+    """One ``assumptions`` entry per sampled input: its log-space sigma, distribution, derivation and source
+    (new dicts for each report)."""
+    return [
+        {
+            "key": f"ranges.{FIELD_PATHS[field]}",
+            "value": spread.sigma,
+            "unit": f"sigma of ln, {spread.distribution}",
+            "source": f"{spread.derivation}; {spread.source}",
+        }
+        for spread in SPREADS
+        for field in spread.fields
+    ]
+
+
+def _sampled_reliability(inp: LedgerInputs, point: Reliability) -> Reliability:
+    """``point`` with the cluster MTBF, the checkpoint interval and the goodput shares of the sampled MTTFs
+    (arrays); the checkpoint size and write time read no MTTF and stay as they were.
+
+    Equations as ``solvers.ledger.reliability``: 1 / node MTBF = sum of count / MTTF (series), cluster MTBF =
+    node MTBF / nodes (``node_series``) or GPU MTTF / GPUs (``gpu_only``); the interval's optimum on the
+    sampled MTBF (``checkpoint.young_interval_s`` / ``daly_interval_s`` / ``exact_interval_s``) unless the
+    scenario fixes it; shares by ``reliability.goodput_shares_array``.
+    """
+    if inp.mtbf_convention == "node_series":
+        rate = inp.gpus_per_node / inp.gpu_mttf_h + inp.nics_per_node / inp.nic_mttf_h
+        rate = rate + inp.psus_per_node / inp.psu_mttf_h + sum(1.0 / mttf for mttf in inp.other_mttf_h)
+        cluster_mtbf_h = 1.0 / rate / point.nodes
+    else:
+        cluster_mtbf_h = inp.gpu_mttf_h / inp.gpus
+    mtbf_s = cluster_mtbf_h * SECONDS_PER_HOUR
+    if inp.checkpoint_interval_h is None:
+        method = {
+            "young": ckpt.young_interval_s,
+            "daly": ckpt.daly_interval_s,
+            "exact": ckpt.exact_interval_s,
+        }[inp.interval_method]
+        interval_s: Any = method(checkpoint_write_s=point.write_s, mtbf_s=mtbf_s)
+    else:
+        interval_s = point.interval_s
+    shares = rel.goodput_shares_array(
+        ledger=inp.goodput_ledger,
+        interval_s=interval_s,
+        checkpoint_write_s=point.write_s,
+        restart_s=inp.restart_s,
+        mtbf_s=mtbf_s,
+    )
+    # Arrays in the fields of one scenario's figures: the ledger's blocks read them elementwise.
+    return replace(point, cluster_mtbf_h=cluster_mtbf_h, interval_s=interval_s, shares=shares)
