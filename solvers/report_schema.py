@@ -86,7 +86,26 @@ def report_json_schema() -> dict[str, Any]:
         },
         "warnings": {"type": "array", "items": {"type": "string"}},
         "scenario": {"type": "object"},
-        "search": {"type": "object"},
+        "search": {
+            "type": "object",
+            "description": "layout: auto only: how the layout was chosen (candidates, evaluated, feasible, "
+            "rejected by reason). v1.1, additive: within_validated (whether layouts outside the envelope of "
+            "validated runs were left out) and support {within_validated, reasons, nearest_validated, "
+            "distance, class, features}, how close the chosen layout is to the validated runs.",
+            "properties": {
+                "within_validated": {"type": "boolean"},
+                "support": {
+                    "type": "object",
+                    "properties": {
+                        "within_validated": {"type": "boolean"},
+                        "reasons": {"type": "array", "items": {"type": "string"}},
+                        "nearest_validated": {"type": ["string", "null"]},
+                        "distance": {"type": ["number", "null"]},
+                    },
+                    "required": ["within_validated", "reasons", "nearest_validated"],
+                },
+            },
+        },
         "ranges": {
             "type": "object",
             "description": "v1.1, additive: p10/p50/p90 of the headline figures keyed by the figure's dotted "

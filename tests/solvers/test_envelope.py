@@ -201,6 +201,16 @@ def test_an_auto_solve_picks_the_search_best_and_says_how_close_it_is(monkeypatc
     assert report["layout"] == best["layout"] and report["step"] == best["step"]
     assert report["search"]["within_validated"] is True
     assert report["search"]["support"] == best["support"]
+    # the report's JSON Schema (v1.1) describes the block
+    import jsonschema
+
+    from solvers.report_schema import report_json_schema
+
+    jsonschema.validate(report, report_json_schema())
+    broken = copy.deepcopy(report)
+    broken["search"]["support"].pop("reasons")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, report_json_schema())
     # with nothing inside, a solve still answers: every layout ranked, and the reason in support
     _envelope_without(monkeypatch, tmp_path, lambda r: r["features"]["generation"] != "cdna3")
     fallback = solve(copy.deepcopy(MI300X))
