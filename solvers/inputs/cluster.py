@@ -19,6 +19,7 @@ from solvers.inputs.reader import (
     read_numbers,
     read_section,
     resolve_value,
+    row_default,
     table_default,
     type_name,
 )
@@ -333,8 +334,8 @@ def parse_reliability(
     if len(r.errors) > before:
         return None
     doc: dict[str, Any] = {}
-    for field in fields.TABLE.keys(path):
-        doc[field] = table_default(r, path, field, nums)
+    for row in fields.TABLE.children(path):
+        doc[row.name] = row_default(r, row, nums)
     if doc["nics_per_node"] is None:
         doc["nics_per_node"] = gpus_per_node
         key = join(path, "nics_per_node")

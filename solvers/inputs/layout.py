@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from solvers.inputs import fields
-from solvers.inputs.reader import SCENARIO, Reader, join, read_choices, read_numbers, table_default
+from solvers.inputs.reader import SCENARIO, Reader, join, read_choices, read_numbers, row_default
+from solvers.layout import Layout
 from solvers.specs import RECOMPUTE_CODE, RECOMPUTE_POLICIES, SCHEDULE_CODE, SCHEDULES, LayoutBatch
 
 
@@ -27,11 +28,11 @@ def parse_layout(r: Reader, raw: Any, path: str, gpus: int) -> dict[str, Any] | 
     if len(r.errors) > before:
         return None
     out: dict[str, Any] = {}
-    for field in fields.TABLE.keys(path):
-        if field in ("dp", "expert_tp"):
+    for row in fields.TABLE.children(path):
+        if row.name in ("dp", "expert_tp"):
             continue
         # recorded without a unit (microbatch_seqs included), as reports have always carried them
-        out[field] = table_default(r, path, field, nums, unit="")
+        out[row.name] = row_default(r, row, nums, unit="")
     model_parallel = out["tp"] * out["pp"] * out["cp"]
     if gpus % model_parallel:
         r.error(
@@ -105,6 +106,27 @@ def layout_batch(layouts: list[dict[str, Any]]) -> LayoutBatch:
         expert_tp=named["expert_tp"],
         recompute=ints[len(_LAYOUT_INT_FIELDS) + 1],
         grad_reduce_fp32=flags[2],
+    )
+
+
+def layout_of(lay: dict[str, Any]) -> Layout:
+    """A resolved layout dict as a ``Layout`` (python scalars): ``Layout.of(layout_batch([lay]))`` without
+    the arrays, for a single solve."""
+    return Layout(
+        tp=int(lay["tp"]),
+        pp=int(lay["pp"]),
+        cp=int(lay["cp"]),
+        ep=int(lay["ep"]),
+        dp=int(lay["dp"]),
+        microbatch_seqs=int(lay["microbatch_seqs"]),
+        schedule=SCHEDULE_CODE[lay["schedule"]],
+        virtual_stages=int(lay["virtual_stages"]),
+        sequence_parallel=bool(lay["sequence_parallel"]),
+        zero_stage=int(lay["zero_stage"]),
+        fsdp_reshard_after_forward=bool(lay["fsdp_reshard_after_forward"]),
+        expert_tp=int(lay["expert_tp"]),
+        recompute=RECOMPUTE_CODE[lay["recompute"]],
+        grad_reduce_fp32=lay["grad_reduce_dtype"] == "fp32",
     )
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import marshal
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from solvers.inputs import fields
 from solvers.inputs.cluster import parse_cluster
 from solvers.inputs.economics import parse_economics
 from solvers.inputs.fields import PARTS, SCHEMA_VERSION
-from solvers.inputs.layout import layout_batch
+from solvers.inputs.layout import layout_batch, layout_of
 from solvers.inputs.model import parse_model
 from solvers.inputs.reader import SCENARIO, Assumption, Reader
 from solvers.inputs.site import parse_site
@@ -254,32 +253,6 @@ def _price_notes(notes: list[Assumption], values: Mapping[str, Any]) -> list[int
     return [i for i, note in enumerate(notes) if note.key in keys]
 
 
-def _frozen_document(document: dict[str, Any]) -> bytes:
-    """The document as bytes that ``marshal.loads`` turns back into an equal document of plain dicts and lists
-    (floats bit for bit), as a JSON reader of the report would see it: a tuple a caller gave in the document
-    is kept as a list. (The parsers refused every non-finite number and every value that is not JSON.)"""
-    plain: dict[str, Any] = (
-        document if not _has_tuple(document) else json.loads(json.dumps(document, allow_nan=False))
-    )
-    return marshal.dumps(plain)
-
-
-def _has_tuple(value: Any) -> bool:
-    """True when a tuple is anywhere inside the JSON-like ``value`` (one walk of its dicts and lists)."""
-    stack = [value]
-    pop, extend = stack.pop, stack.extend
-    while stack:
-        item = pop()
-        kind = type(item)
-        if kind is dict:
-            extend(item.values())
-        elif kind is list:
-            extend(item)
-        elif kind is tuple:
-            return True
-    return False
-
-
 def _solve_notes(
     cluster: ClusterSpec, training: TrainingSpec, ledger: LedgerFields
 ) -> tuple[Assumption, ...]:
@@ -356,14 +329,17 @@ def resolve(document: Any) -> Resolved:
     batch.freeze()
     layout = step = rule = None
     if not auto:
-        layout = Layout.of(batch)
+        layout = layout_of(layouts[0])
         row, rule = engine.evaluate_one(model=model, cluster=cluster.spec, training=train_spec, layout=layout)
         if row is not None:
             step = tuple(row.items())
         elif rule is None:
             rule = "training.layout: invalid layout"
     return Resolved(
-        document_bytes=_frozen_document(document_out),
+        # Every dict and list of ``document_out`` is one the parsers built (a list a caller gave, such as
+        # ``other_mttf_h``, is copied into a new list, a tuple too; ``tests/solvers/test_inputs.py``), and every
+        # leaf is an exact str, int, float, bool or None: ``marshal`` refuses anything else.
+        document_bytes=marshal.dumps(document_out),
         model=model,
         cluster=cluster.spec,
         training=train_spec,

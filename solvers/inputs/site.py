@@ -9,7 +9,7 @@ from typing import Any
 
 from solvers import catalog
 from solvers.inputs import fields
-from solvers.inputs.reader import SCENARIO, Reader, join, read_numbers, table_default
+from solvers.inputs.reader import SCENARIO, Reader, join, read_numbers, row_default, table_default
 
 PATH = "site"
 
@@ -39,8 +39,6 @@ def parse_site(r: Reader, raw: Any, path: str = PATH) -> dict[str, Any] | None:
     doc: dict[str, Any] = {}
     for row in fields.TABLE.numbers(path):
         doc[row.name] = float(
-            table_default(
-                r, path, row.name, nums, preset=region, preset_source=region_source if region else None
-            )
+            row_default(r, row, nums, preset=region, preset_source=region_source if region else None)
         )
     return doc

@@ -216,10 +216,31 @@ def test_ledger_fields_replaced_equals_dataclasses_replace() -> None:
 
 def test_resolved_document_keeps_a_given_tuple_as_a_list() -> None:
     """The held document reads back as a JSON reader of the report sees it: a tuple a caller put in the
-    document comes back a list, floats bit for bit."""
-    held = marshal.loads(scenario._frozen_document({"a": [1, {"b": (1, 0.1 + 0.2)}], "c": "x"}))
-    assert held == {"a": [1, {"b": [1, 0.1 + 0.2]}], "c": "x"}
-    assert type(held["a"][1]["b"]) is list
+    document comes back a list (the parsers build every list of the resolved document), floats bit for bit."""
+    document = copy.deepcopy(DOC)
+    document["cluster"]["reliability"] = {"other_mttf_h": (1e6, 0.1 + 0.2)}
+    held = resolve(document)
+    others = marshal.loads(held.document_bytes)["cluster"]["reliability"]["other_mttf_h"]
+    assert others == [1e6, 0.1 + 0.2] and type(others) is list
+    stack: list[Any] = [held.document]
+    while stack:
+        item = stack.pop()
+        assert type(item) is not tuple
+        stack.extend(item.values() if type(item) is dict else item if type(item) is list else ())
+
+
+def test_every_static_default_notes_what_the_reader_would_write() -> None:
+    """A field left to its static default notes the row's ``default_note``: the entry the reader would build
+    from the row (held value, unit, source), so that taking the shortcut changes no report."""
+    from solvers.inputs.reader import _held
+
+    rows = [row for row in fields.TABLE.rows if row.has_default]
+    assert rows
+    for row in rows:
+        note = row.default_note
+        assert note == (row.path, _held(row.default), row.unit, row.source), row.path
+        assert type(note.value) is type(_held(row.default)), row.path
+    assert all(row.default_note is None for row in fields.TABLE.rows if not row.has_default)
 
 
 def test_ledger_fields_are_the_ledger_inputs_but_the_step() -> None:
