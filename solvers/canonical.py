@@ -98,38 +98,3 @@ def canonical_json(document: Any, *, drop_labels: bool = False) -> str:
 def canonical_hash(document: Any) -> str:
     """Hex SHA-256 of the canonical JSON of a resolved scenario document, labels left out."""
     return hashlib.sha256(canonical_json(document, drop_labels=True).encode("utf-8")).hexdigest()
-
-
-# ``canonical_hash_unlabelled`` reads the canonical text off the C encoder's: with the keys sorted, the two
-# texts differ only where a float holds an integer, which Python prints as "<digits>.0" below 1e16 (and in
-# exponent form above, as the canonical text keeps it). A float's repr has ".0" right before a comma or a
-# closing bracket only then, and nothing else in such a document does: it has no labels and no "." in a string.
-_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
-_SORTED_ASCII = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
-def canonical_hash_unlabelled(document: dict[str, Any]) -> str:
-    """``canonical_hash(document)``, the same value without the Python walk, for a document of exact JSON types
-    (dicts with str keys, lists, str, int, float, bool, None) that holds no label (``name``, ``description``)
-    at any depth and no "." inside a string: a resolved scenario without its labels, whose other strings are
-    keys and choices of the field table (``tests/solvers/test_canonical.py`` holds both conditions).
-
-    What the text shows is checked, and such a document takes ``canonical_hash``'s walk: a non-finite number,
-    a label, a character beyond ASCII, minus zero (the integer 0), or an integral float of 16 digits (an
-    integer below 2**53, a float above).
-
-    Example: ``canonical_hash_unlabelled({"b": 1.0, "a": [0.5]}) == canonical_hash({"a": [0.5], "b": 1})``.
-    """
-    try:
-        data = _SORTED_ASCII.encode(document).encode("ascii")
-    except (ValueError, TypeError):  # the walk names the non-finite number or the unknown type
-        return canonical_hash(document)
-    if (
-        b"-0.0" in data
-        or b"\\u" in data
-        or b'"name":' in data
-        or b'"description":' in data
-        or b"0000000000000000.0" in data.translate(_DIGITS_AS_ZERO)
-    ):
-        return canonical_hash(document)
-    return hashlib.sha256(data.replace(b".0,", b",").replace(b".0]", b"]").replace(b".0}", b"}")).hexdigest()

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from solvers import engine
-from solvers.canonical import LABEL_KEYS, canonical_hash_unlabelled
+from solvers.canonical import canonical_hash
 from solvers.errors import ScenarioError, SolverInternalError
 from solvers.inputs import fields
 from solvers.inputs.cluster import parse_cluster
@@ -174,7 +174,7 @@ class Resolved:
     @property
     def input_hash(self) -> str:
         """``canonical_hash(document)``: what identifies the input (labels left out)."""
-        return _input_hash(self.document) if self.prices else self.document_hash
+        return canonical_hash(self.document) if self.prices else self.document_hash
 
     @property
     def assumptions(self) -> list[dict[str, Any]]:
@@ -251,38 +251,6 @@ def _price_notes(notes: list[Assumption], values: Mapping[str, Any]) -> list[int
     """The positions of the notes of the prices in ``values`` (resolve notes each price once)."""
     keys = set(values)
     return [i for i, note in enumerate(notes) if note.key in keys]
-
-
-# The objects of a resolved document that hold labels (``name``, ``description``: free text that changes no
-# number), by path, from the field table.
-_LABEL_PARENTS: dict[str, frozenset[str]] = {
-    parent: frozenset(row.name for row in fields.FIELDS if row.parent == parent and row.name in LABEL_KEYS)
-    for parent in sorted({row.parent for row in fields.FIELDS if row.name in LABEL_KEYS})
-}
-
-
-def _input_hash(document: dict[str, Any]) -> str:
-    """``canonical_hash(document)`` of a resolved document: its labels taken out (new dicts along their paths,
-    the document is not changed) and the rest hashed by ``canonical_hash_unlabelled``, whose conditions a
-    resolved document meets (every other string is a key or a choice of the field table)."""
-    out = dict(document)
-    for parent, labels in _LABEL_PARENTS.items():
-        if not parent:
-            for label in labels:
-                out.pop(label, None)
-            continue
-        target = out
-        *steps, last = parent.split(".")
-        for step in steps:
-            inner = target.get(step)
-            if type(inner) is not dict:
-                break
-            target[step] = target = dict(inner)
-        else:
-            inner = target.get(last)
-            if type(inner) is dict:
-                target[last] = {k: v for k, v in inner.items() if k not in labels}
-    return canonical_hash_unlabelled(out)
 
 
 def _solve_notes(
@@ -385,7 +353,7 @@ def resolve(document: Any) -> Resolved:
         step=step,
         layout_rule=rule,
         warnings=tuple(r.warnings),
-        document_hash=_input_hash(document_out),
+        document_hash=canonical_hash(document_out),
     )
 
 
