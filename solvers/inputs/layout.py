@@ -71,26 +71,36 @@ _LAYOUT_INT_FIELDS: tuple[str, ...] = (
 
 
 def layout_batch(layouts: list[dict[str, Any]]) -> LayoutBatch:
-    """Parallel arrays from resolved layout dicts (every LAYOUT_KEYS field explicit, dp resolved)."""
-    # One int64 and one bool matrix, one row per field: each LayoutBatch field is a row of them (two
-    # array constructions instead of fourteen).
+    """Parallel arrays from resolved layout dicts (every LAYOUT_KEYS field explicit, dp resolved), read-only.
+
+    One int64 and one bool matrix, one row per layout, made read-only before each field is taken as a column
+    of them: two array constructions instead of fourteen, and the fields are read-only views without a flag
+    set on each of them (``resolve`` holds the batch; nothing may change it).
+    """
+    n = len(layouts)
     ints = np.array(
-        [[int(lay[field]) for lay in layouts] for field in _LAYOUT_INT_FIELDS]
-        + [
-            [SCHEDULE_CODE[lay["schedule"]] for lay in layouts],
-            [RECOMPUTE_CODE[lay["recompute"]] for lay in layouts],
+        [
+            [int(lay[field]) for field in _LAYOUT_INT_FIELDS]
+            + [SCHEDULE_CODE[lay["schedule"]], RECOMPUTE_CODE[lay["recompute"]]]
+            for lay in layouts
         ],
         dtype=np.int64,
-    ).reshape(len(_LAYOUT_INT_FIELDS) + 2, len(layouts))
+    ).reshape(n, len(_LAYOUT_INT_FIELDS) + 2)
     flags = np.array(
         [
-            [bool(lay["sequence_parallel"]) for lay in layouts],
-            [bool(lay["fsdp_reshard_after_forward"]) for lay in layouts],
-            [lay["grad_reduce_dtype"] == "fp32" for lay in layouts],
+            [
+                bool(lay["sequence_parallel"]),
+                bool(lay["fsdp_reshard_after_forward"]),
+                lay["grad_reduce_dtype"] == "fp32",
+            ]
+            for lay in layouts
         ],
         dtype=np.bool_,
-    ).reshape(3, len(layouts))
-    named = dict(zip(_LAYOUT_INT_FIELDS, ints, strict=False))
+    ).reshape(n, 3)
+    ints.flags.writeable = False
+    flags.flags.writeable = False
+    columns, bits = ints.T, flags.T
+    named = dict(zip(_LAYOUT_INT_FIELDS, columns, strict=False))
     return LayoutBatch(
         tp=named["tp"],
         pp=named["pp"],
@@ -98,14 +108,14 @@ def layout_batch(layouts: list[dict[str, Any]]) -> LayoutBatch:
         ep=named["ep"],
         dp=named["dp"],
         microbatch_seqs=named["microbatch_seqs"],
-        schedule=ints[len(_LAYOUT_INT_FIELDS)],
+        schedule=columns[len(_LAYOUT_INT_FIELDS)],
         virtual_stages=named["virtual_stages"],
-        sequence_parallel=flags[0],
+        sequence_parallel=bits[0],
         zero_stage=named["zero_stage"],
-        fsdp_reshard_after_forward=flags[1],
+        fsdp_reshard_after_forward=bits[1],
         expert_tp=named["expert_tp"],
-        recompute=ints[len(_LAYOUT_INT_FIELDS) + 1],
-        grad_reduce_fp32=flags[2],
+        recompute=columns[len(_LAYOUT_INT_FIELDS) + 1],
+        grad_reduce_fp32=bits[2],
     )
 
 

@@ -325,8 +325,7 @@ def resolve(document: Any) -> Resolved:
         cloud_usd_per_gpu_hour=economics["cloud_usd_per_gpu_hour"],
         embodied_lifetime_years=economics["embodied_lifetime_years"],
     )
-    batch = layout_batch(layouts)
-    batch.freeze()
+    batch = layout_batch(layouts)  # read-only
     layout = step = rule = None
     if not auto:
         layout = layout_of(layouts[0])
