@@ -22,7 +22,7 @@ import numpy as np
 
 from solvers import engine
 from solvers.errors import ScenarioError, SolverInternalError, reason_to_error
-from solvers.inputs import Resolved, resolve
+from solvers.inputs import Resolved, resolve_with_document
 from solvers.layout import Layout
 from solvers.ledger import LedgerInputs, compute_ledger, energy_carbon, schedule, tco
 from solvers.report import compose
@@ -42,18 +42,24 @@ def solve(document: Any) -> Report:
     Example: ``solve({"model": {"preset": "llama3-8b"}, "cluster": {"node": "dgx-h100", "gpus": 64}})``
     returns a report whose ``step.step_s`` is the time of one optimizer step of a ~4M-token batch.
     """
-    return solve_resolved(resolve(document))
+    resolved, scenario = resolve_with_document(document)
+    return _report(resolved, scenario)  # the resolved document is new: the report takes it as it is
 
 
 def solve_resolved(resolved: Resolved) -> Report:
     """The report of a resolved scenario. ``resolved`` is only read: the report gets its own copies of the
     scenario document and the assumptions, so solving one ``Resolved`` again gives an equal report."""
+    return _report(resolved, resolved.document)
+
+
+def _report(resolved: Resolved, scenario: dict[str, Any]) -> Report:
+    """The report of ``resolved`` with ``scenario``, its resolved document, a dict the report may own."""
     layout, row, search = pick_layout(resolved)
     # The ledger's assumption entries and its reliability block depend on the scenario only: ``resolve``
     # made them once, into ``resolved``.
     inputs = ledger_inputs(resolved, row["step_s"], row["gpu_busy_fraction"])
     ledger = compute_ledger(inputs, assumptions=False, held_reliability=resolved.reliability)
-    return compose(resolved, layout, row, ledger, search)
+    return compose(resolved, layout, row, ledger, search, document=scenario)
 
 
 def solve_many(documents: Iterable[Any]) -> list[Report | dict[str, Any]]:

@@ -272,6 +272,12 @@ def resolve(document: Any) -> Resolved:
     ``solvers.engine.check_layouts`` when the scenario is solved; this function checks types, limits,
     catalog keys, the GPU count split (tp*cp*pp divides gpus) and the batch's multiple of the sequence length.
     """
+    return resolve_with_document(document)[0]
+
+
+def resolve_with_document(document: Any) -> tuple[Resolved, dict[str, Any]]:
+    """``resolve(document)`` and the resolved document it made, a new dict that nothing else holds (``solve``
+    gives it to the report as its ``scenario``, instead of reading a copy back from the ``Resolved``)."""
     r = Reader()
     top = r.mapping(document, "", TOP_KEYS)
     if top is None:
@@ -334,7 +340,7 @@ def resolve(document: Any) -> Resolved:
             step = tuple(row.items())
         elif rule is None:
             rule = "training.layout: invalid layout"
-    return Resolved(
+    resolved = Resolved(
         # Every dict and list of ``document_out`` is one the parsers built (a list a caller gave, such as
         # ``other_mttf_h``, is copied into a new list, a tuple too; ``tests/solvers/test_inputs.py``), and every
         # leaf is an exact str, int, float, bool or None: ``marshal`` refuses anything else.
@@ -354,6 +360,7 @@ def resolve(document: Any) -> Resolved:
         warnings=tuple(r.warnings),
         document_hash=canonical_hash(document_out),
     )
+    return resolved, document_out
 
 
 def validate_part(part: str, data: Any) -> dict[str, Any]:

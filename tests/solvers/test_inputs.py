@@ -260,3 +260,14 @@ def test_ledger_fields_are_the_ledger_inputs_but_the_step() -> None:
     fields_types = typing.get_type_hints(LedgerFields)
     for name in LedgerInputs._fields[3:]:
         assert fields_types[name] == inputs_types[name], name
+
+
+def test_the_document_resolve_with_document_gives_is_the_resolved_document_and_nothing_holds_it() -> None:
+    """``solve`` hands this document to the report as its ``scenario``: it equals the held one, and changing
+    it (as a caller may change a report) changes nothing the ``Resolved`` holds."""
+    held, document = scenario.resolve_with_document(copy.deepcopy(DOC))
+    assert document == held.document
+    document["cluster"]["reliability"]["other_mttf_h"].append(1.0)
+    document["training"]["layout"]["tp"] = 1
+    document["model"]["layers"] = 1
+    assert held.document == resolve(copy.deepcopy(DOC)).document
