@@ -259,7 +259,8 @@ def _solve_notes(
     """The step's and the ledger's assumption entries of a scenario, as rows (``Assumption``)."""
     entries = step_assumptions(cluster.accelerator.peak_tflops, training.precision)
     entries.extend(ledger_assumptions(ledger))
-    notes = tuple(Assumption(e["key"], e["value"], e["unit"], e["source"]) for e in entries)
+    # each entry is {"key", "value", "unit", "source"} in that order: its values are the row's fields
+    notes = tuple(map(Assumption._make, map(dict.values, entries)))
     if not all_plain_finite([note.value for note in notes]):
         raise SolverInternalError("an assumption of the step or the ledger is not a plain finite value")
     return notes
