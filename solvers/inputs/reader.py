@@ -267,6 +267,25 @@ def row_default(
     return value
 
 
+def preset_notes(
+    path: str, presets: Mapping[str, Mapping[str, Any]], source: Callable[[str, str], str]
+) -> dict[str, dict[str, Assumption]]:
+    """For each preset key, the assumption entry of each field at ``path`` that the preset gives, as
+    ``resolve_value`` would write it when the scenario leaves the field out: (path.name, the preset's value,
+    the table's unit, ``source(key, name)``). The parsers build these tables from the catalog and the field
+    table when they are imported (constants, never changed) and append an entry instead of making it again
+    for every document; ``tests/solvers/test_inputs.py`` holds that they are what the general path writes."""
+    rows = [row for row in fields.TABLE.children(path) if row.kind in ("number", "integer", "bool")]
+    return {
+        key: {
+            row.name: Assumption(row.path, _held(entry[row.name]), row.unit, source(key, row.name))
+            for row in rows
+            if row.name in entry
+        }
+        for key, entry in presets.items()
+    }
+
+
 def read_section(r: Reader, raw: Any, path: str) -> dict[str, Any] | None:
     """An object whose every field is a number with a default in the table (storage, power, economics):
     the explicit resolved values, each choice written to the assumptions ledger; None on an error."""

@@ -271,3 +271,53 @@ def test_the_document_resolve_with_document_gives_is_the_resolved_document_and_n
     document["training"]["layout"]["tp"] = 1
     document["model"]["layers"] = 1
     assert held.document == resolve(copy.deepcopy(DOC)).document
+
+
+def _preset_documents() -> list[dict[str, Any]]:
+    """Parts naming every preset: each model, each node (its accelerator and fabrics), each accelerator and
+    each fabric by name, each region; one part overriding a value each preset gives."""
+    from solvers import catalog
+
+    docs: list[dict[str, Any]] = [{"model": {"preset": key}} for key in catalog.MODELS]
+    docs += [{"cluster": {"node": key}} for key in catalog.NODES]
+    docs += [{"cluster": {"accelerator": key}} for key in catalog.ACCELERATORS]
+    docs += [{"cluster": {"accelerator": {"preset": key, "tdp_w": 500}}} for key in catalog.ACCELERATORS]
+    docs += [{"cluster": {"scale_up": key, "scale_out": {"preset": key}}} for key in catalog.FABRICS]
+    docs += [{"cluster": {"scale_out": {"preset": key, "latency_us": 3}}} for key in catalog.FABRICS]
+    docs += [{"site": {"region": key}} for key in catalog.REGIONS]
+    docs += [{"site": {"region": key, "pue": 1.3}} for key in catalog.REGIONS]
+    docs += [{"model": {"preset": key, "vocab": 1000}} for key in catalog.MODELS]
+    return docs
+
+
+def _part_notes(document: dict[str, Any]) -> list[tuple[Any, ...]]:
+    from solvers.inputs.reader import Reader
+
+    r = Reader()
+    part, raw = next(iter(document.items()))
+    {"model": scenario.parse_model, "cluster": scenario.parse_cluster, "site": scenario.parse_site}[part](
+        r, raw
+    )
+    assert not r.errors, r.errors
+    return [(*note, type(note.value)) for note in r.assumptions]
+
+
+def test_the_entries_of_presets_made_at_import_are_what_the_parsers_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The parsers append a preset's entries from tables made at import; without those tables they write each
+    entry as they read the field. Both give the same entries, in the same order, with the same value types."""
+    from solvers.inputs import cluster, model, site
+
+    fast = [_part_notes(doc) for doc in _preset_documents()]
+    for module, table in (
+        (model, "_PRESET_NOTES"),
+        (cluster, "_ACCELERATOR_NOTES"),
+        (cluster, "_PEAK_NOTES"),
+        (cluster, "_LINK_NOTES"),
+        (site, "_REGION_NOTES"),
+    ):
+        assert getattr(module, table), table
+        monkeypatch.setattr(module, table, {})
+    slow = [_part_notes(doc) for doc in _preset_documents()]
+    assert fast == slow
