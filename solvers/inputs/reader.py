@@ -264,7 +264,7 @@ def row_default(
         value, source = given[name], SCENARIO
     elif preset is not None and name in preset and preset_source is not None:
         value, source = preset[name], preset_source(name)
-    elif unit is None and row.default_note is not None:
+    elif row.default_note is not None and (unit is None or unit == row.unit):
         r.assumptions.append(row.default_note)
         return row.default
     else:
