@@ -135,6 +135,6 @@ def test_the_two_ways_to_reprice_a_held_plan_agree_to_the_last_bit(
     (bill,) = reprice_many([held], [step], [prices])
     repriced = solve_resolved(held.with_prices({_PRICE_PATHS[name]: value for name, value in prices.items()}))
     assert bill == repriced["tco"]
-    assert [v.hex() for v in bill.values() if v is not None] == [
-        v.hex() for v in repriced["tco"].values() if v is not None
+    assert [v.hex() for v in bill.values() if isinstance(v, float)] == [
+        v.hex() for v in repriced["tco"].values() if isinstance(v, float)
     ]

@@ -238,7 +238,8 @@ def test_every_static_default_notes_what_the_reader_would_write() -> None:
     assert rows
     for row in rows:
         note = row.default_note
-        assert note == (row.path, _held(row.default), row.unit, row.source), row.path
+        assert note is not None, row.path
+        assert tuple(note) == (row.path, _held(row.default), row.unit, row.source), row.path
         assert type(note.value) is type(_held(row.default)), row.path
     assert all(row.default_note is None for row in fields.TABLE.rows if not row.has_default)
 
