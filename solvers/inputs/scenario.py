@@ -260,7 +260,8 @@ def _solve_notes(
     entries = step_assumptions(cluster.accelerator.peak_tflops, training.precision)
     entries.extend(ledger_assumptions(ledger))
     # each entry is {"key", "value", "unit", "source"} in that order: its values are the row's fields
-    notes = tuple(Assumption._make(entry.values()) for entry in entries)
+    rows: list[dict[str, Any]] = entries  # type: ignore[assignment]  # the TypedDicts, read as plain dicts
+    notes = tuple(map(Assumption._make, map(dict.values, rows)))
     if not all_plain_finite([note.value for note in notes]):
         raise SolverInternalError("an assumption of the step or the ledger is not a plain finite value")
     return notes
