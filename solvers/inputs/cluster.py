@@ -396,9 +396,11 @@ def parse_reliability(
     if doc["nics_per_node"] is None:
         doc["nics_per_node"] = gpus_per_node
         key = join(path, "nics_per_node")
-        for i, entry in enumerate(r.assumptions):
-            if entry.key == key:  # the default's None becomes the count it stands for
-                r.assumptions[i] = entry._replace(value=gpus_per_node)
+        notes = r.assumptions
+        for i in range(len(notes) - 1, -1, -1):  # noted in the loop above: among the last entries
+            if notes[i].key == key:  # the default's None becomes the count it stands for
+                notes[i] = notes[i]._replace(value=gpus_per_node)
+                break
     doc["other_mttf_h"] = [float(v) for v in doc["other_mttf_h"]]
     for field in ("gpu_mttf_h", "nic_mttf_h", "psu_mttf_h", "restart_s"):
         doc[field] = float(doc[field])
