@@ -23,6 +23,7 @@ import numpy as np
 from solvers import engine
 from solvers.errors import ScenarioError, SolverInternalError, reason_to_error
 from solvers.inputs import Resolved, resolve_with_document
+from solvers.inputs.scenario import evaluate_step
 from solvers.layout import Layout
 from solvers.ledger import LedgerInputs, compute_ledger, energy_carbon, schedule, tco
 from solvers.report import compose
@@ -82,10 +83,13 @@ def pick_layout(resolved: Resolved) -> tuple[Layout, dict[str, Any], SearchSumma
     that fits in memory is reported; the summary counts rejections by rule.
     """
     model, cluster, training = resolved.model, resolved.cluster, resolved.training
-    if resolved.layout is not None:  # a given layout: ``resolve`` evaluated its step once
-        if resolved.step is None:
-            raise ScenarioError([reason_to_error(resolved.layout_rule or "training.layout: invalid layout")])
-        return resolved.layout, dict(resolved.step), None
+    if resolved.layout is not None:  # a given layout: ``resolve`` evaluated its step once (unless step=False)
+        step, rule = resolved.step, resolved.layout_rule
+        if step is None and rule is None:
+            step, rule = evaluate_step(model, cluster, training, resolved.layout)
+        if step is None:
+            raise ScenarioError([reason_to_error(rule or "training.layout: invalid layout")])
+        return resolved.layout, dict(step), None
     result = search_resolved(resolved)  # raises ScenarioError naming the rule when nothing is feasible
     layout = Layout.of(result.layouts, 0)
     row, _ = engine.evaluate_one(model=model, cluster=cluster, training=training, layout=layout)

@@ -150,7 +150,8 @@ class Resolved:
     # The given layout (None with ``layout_auto``), its engine row as (name, value) pairs of python scalars
     # (``solvers.engine.evaluate_one``: the step reads no price), or the first layout rule it breaks. The
     # step of a given layout depends on the scenario only, so it is evaluated here once; ``solve_resolved``
-    # raises the rule as a ``ScenarioError``, as ``solve`` does.
+    # raises the rule as a ``ScenarioError``, as ``solve`` does. Both None with a layout: ``resolve(...,
+    # step=False)`` left the step to ``solve_resolved``.
     layout: Layout | None
     step: tuple[tuple[str, float | int | bool], ...] | None
     layout_rule: str | None
@@ -267,19 +268,24 @@ def _solve_notes(
     return notes
 
 
-def resolve(document: Any) -> Resolved:
+def resolve(document: Any, *, step: bool = True) -> Resolved:
     """Validate a scenario document and resolve it; raises ``ScenarioError`` listing every broken rule.
+
+    ``step=False`` leaves a given layout's engine step for ``solve_resolved`` to run (``Resolved.step`` and
+    ``layout_rule`` both None): for a caller that only validates a document or reads its resolved form, one
+    engine step less. The report is the same either way.
 
     Layout rules that need the engine (batch divisibility, ep, heads, experts) are checked by
     ``solvers.engine.check_layouts`` when the scenario is solved; this function checks types, limits,
     catalog keys, the GPU count split (tp*cp*pp divides gpus) and the batch's multiple of the sequence length.
     """
-    return resolve_with_document(document)[0]
+    return resolve_with_document(document, step=step)[0]
 
 
-def resolve_with_document(document: Any) -> tuple[Resolved, dict[str, Any]]:
-    """``resolve(document)`` and the resolved document it made, a new dict that nothing else holds (``solve``
-    gives it to the report as its ``scenario``, instead of reading a copy back from the ``Resolved``)."""
+def resolve_with_document(document: Any, *, step: bool = True) -> tuple[Resolved, dict[str, Any]]:
+    """``resolve(document, step=step)`` and the resolved document it made, a new dict that nothing else holds
+    (``solve`` gives it to the report as its ``scenario``, instead of reading a copy back from the
+    ``Resolved``)."""
     r = Reader()
     top = r.mapping(document, "", TOP_KEYS)
     if top is None:
@@ -334,14 +340,11 @@ def resolve_with_document(document: Any) -> tuple[Resolved, dict[str, Any]]:
         embodied_lifetime_years=economics["embodied_lifetime_years"],
     )
     batch = layout_batch(layouts)  # read-only
-    layout = step = rule = None
+    layout = held_step = rule = None
     if not auto:
         layout = layout_of(layouts[0])
-        row, rule = engine.evaluate_one(model=model, cluster=cluster.spec, training=train_spec, layout=layout)
-        if row is not None:
-            step = tuple(row.items())
-        elif rule is None:
-            rule = "training.layout: invalid layout"
+    if layout is not None and step:
+        held_step, rule = evaluate_step(model, cluster.spec, train_spec, layout)
     resolved = Resolved(
         # Every dict and list of ``document_out`` is one the parsers built (a list a caller gave, such as
         # ``other_mttf_h``, is copied into a new list, a tuple too; ``tests/solvers/test_inputs.py``), and every
@@ -357,12 +360,23 @@ def resolve_with_document(document: Any) -> tuple[Resolved, dict[str, Any]]:
         solve_notes=_solve_notes(cluster.spec, train_spec, ledger_fields),
         reliability=reliability(ledger_fields),
         layout=layout,
-        step=step,
+        step=held_step,
         layout_rule=rule,
         warnings=tuple(r.warnings),
         document_hash=canonical_hash(document_out),
     )
     return resolved, document_out
+
+
+def evaluate_step(
+    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layout: Layout
+) -> tuple[tuple[tuple[str, float | int | bool], ...] | None, str | None]:
+    """A given layout's engine row as (name, value) pairs, or None and the first layout rule it breaks
+    (``solvers.engine.evaluate_one``): what ``Resolved.step`` and ``Resolved.layout_rule`` hold."""
+    row, rule = engine.evaluate_one(model=model, cluster=cluster, training=training, layout=layout)
+    if row is not None:
+        return tuple(row.items()), None
+    return None, rule or "training.layout: invalid layout"
 
 
 def validate_part(part: str, data: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers import resolve, solve, solve_resolved
+from solvers import ScenarioError, resolve, solve, solve_resolved
 from solvers.entry import pick_layout, reprice_many
 from solvers.layout import Layout
 
@@ -138,3 +138,22 @@ def test_the_two_ways_to_reprice_a_held_plan_agree_to_the_last_bit(
     assert [v.hex() for v in bill.values() if isinstance(v, float)] == [
         v.hex() for v in repriced["tco"].values() if isinstance(v, float)
     ]
+
+
+def test_resolve_without_the_step_leaves_it_to_solve_resolved() -> None:
+    """``resolve(..., step=False)`` (a caller that only validates) runs no engine step; solving it gives the
+    report ``solve`` gives, and a layout that breaks an engine rule fails there with the same error."""
+    for doc in PLANS:
+        light = resolve(doc, step=False)
+        assert light.layout is not None and light.step is None and light.layout_rule is None
+        assert light.document == resolve(doc).document and light.input_hash == resolve(doc).input_hash
+        assert solve_resolved(light) == solve(doc)
+    broken = copy.deepcopy(PLANS[0])
+    broken["training"]["global_batch_seqs"] = 100  # not a multiple of dp (64) x microbatch (1)
+    light = resolve(broken, step=False)
+    assert light.step is None and light.layout_rule is None
+    with pytest.raises(ScenarioError) as held:
+        solve_resolved(light)
+    with pytest.raises(ScenarioError) as fresh:
+        solve(broken)
+    assert held.value.as_dict() == fresh.value.as_dict()
