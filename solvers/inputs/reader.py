@@ -197,7 +197,9 @@ def read_numbers(r: Reader, given: Mapping[str, Any], path: str) -> dict[str, An
 
 def read_choices(r: Reader, given: Mapping[str, Any], path: str, out: dict[str, Any]) -> None:
     """Read each enum, then each true/false field of the object at ``path`` present in ``given`` into ``out``."""
-    present = [fields.TABLE[join(path, name)] for name in fields.TABLE.keys(path) if name in given]
+    if not given:
+        return
+    present = [row for row in fields.TABLE.children(path) if row.name in given]
     for row in present:
         if row.kind == "choice":
             value = r.choice(given[row.name], row.path, row.choices)
