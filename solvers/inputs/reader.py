@@ -44,7 +44,7 @@ class Reader:
 
     def failed_under(self, path: str) -> bool:
         """True when an error names ``path`` or a field inside it."""
-        return any(e.path.startswith(path) for e in self.errors)
+        return bool(self.errors) and any(e.path.startswith(path) for e in self.errors)
 
     def note(self, key: str, value: Any, unit: str, source: str) -> None:
         self.assumptions.append(Assumption(key, _held(value), unit, source))
