@@ -314,7 +314,9 @@ def main() -> int:
     parser.add_argument("--python", default=sys.executable, help="the project's interpreter")
     parser.add_argument("--baseline-repo", help="another checkout of this project to time in the same run")
     parser.add_argument("--plans", type=int, default=PLANS)
-    parser.add_argument("--processes", type=int, default=3, help="fresh processes per side for (a)")
+    parser.add_argument(
+        "--processes", type=int, default=3, help="fresh processes per side for (a), rounds for (b) and (c)"
+    )
     parser.add_argument("--repeats", type=int, default=15, help="samples per side for (b) and (c)")
     parser.add_argument("--parts", default="abc", help="which of (a), (b), (c) to run, e.g. 'bc'")
     args = parser.parse_args()
@@ -349,26 +351,26 @@ def main() -> int:
             times = _run(args.mlsysim_python, MLSYSIM_SCRIPT, {"mode": "a", "args": mls_args})
             a["mlsysim"].append(statistics.median(times))
             a_means["mlsysim"].append(statistics.fmean(times))
-    b: dict[str, float] = {}
-    c: dict[str, float] = {}
-    c_held: dict[str, float] = {}
-    for name, repo in sides.items():
-        payload = {"repo": repo, "docs": docs, "prices": prices, "repeats": args.repeats}
-        if "b" in args.parts:
-            b[name] = statistics.median(_run(args.python, PLANNER_SCRIPT, {**payload, "mode": "b"}))
-        if "c" in args.parts:
-            c[name] = statistics.median(_run(args.python, PLANNER_SCRIPT, {**payload, "mode": "c"}))
-            c_held[name] = statistics.median(_run(args.python, PLANNER_SCRIPT, {**payload, "mode": "c_held"}))
-    if have_mlsysim:
-        payload = {"args": mls_args, "prices": prices, "repeats": args.repeats}
-        if "b" in args.parts:
-            b["mlsysim"] = statistics.median(
-                _run(args.mlsysim_python, MLSYSIM_SCRIPT, {**payload, "mode": "b"})
-            )
-        if "c" in args.parts:
-            c["mlsysim"] = statistics.median(
-                _run(args.mlsysim_python, MLSYSIM_SCRIPT, {**payload, "mode": "c"})
-            )
+    # (b) and (c) too run in --processes rounds, the sides alternating within each round (a change in the
+    # machine's load falls on every side), each figure the median over rounds of a process's median sample.
+    rounds: dict[str, dict[str, list[float]]] = {"b": {}, "c": {}, "c_held": {}}
+    for _ in range(args.processes):
+        for name, repo in sides.items():
+            payload = {"repo": repo, "docs": docs, "prices": prices, "repeats": args.repeats}
+            for mode in ("b", "c", "c_held"):
+                if mode[0] in args.parts:
+                    samples = _run(args.python, PLANNER_SCRIPT, {**payload, "mode": mode})
+                    rounds[mode].setdefault(name, []).append(statistics.median(samples))
+        if have_mlsysim:
+            payload = {"args": mls_args, "prices": prices, "repeats": args.repeats}
+            for mode in ("b", "c"):
+                if mode in args.parts:
+                    samples = _run(args.mlsysim_python, MLSYSIM_SCRIPT, {**payload, "mode": mode})
+                    rounds[mode].setdefault("mlsysim", []).append(statistics.median(samples))
+    b, c, c_held = (
+        {name: statistics.median(values) for name, values in rounds[mode].items()}
+        for mode in ("b", "c", "c_held")
+    )
 
     print(f"{len(docs)} distinct plans; CPU time (time.process_time); fresh processes; medians")
     if not have_mlsysim:

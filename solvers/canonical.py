@@ -52,7 +52,13 @@ def _normalise_dict(value: dict[Any, Any], drop_labels: bool) -> dict[str, Any]:
             continue
         kind = type(item)
         if kind is float:
-            item = _normalise_float(item)
+            # _normalise_float written out (a resolved scenario has about forty floats): an integral float
+            # as its int; a NaN or an infinity is the one float whose difference with itself is not zero
+            if item.is_integer():
+                if -_MAX_EXACT_INT < item < _MAX_EXACT_INT:
+                    item = int(item)
+            elif item - item:
+                item = _normalise_float(item)  # raises, naming the value
         elif kind is dict:
             item = _normalise_dict(item, drop_labels)
         elif not (kind is str or kind is int or kind is bool or item is None):

@@ -22,7 +22,8 @@ import numpy as np
 
 from solvers import engine
 from solvers.errors import ScenarioError, SolverInternalError, reason_to_error
-from solvers.inputs import Resolved, resolve
+from solvers.inputs import Resolved, resolve_with_document
+from solvers.inputs.scenario import evaluate_step
 from solvers.layout import Layout
 from solvers.ledger import LedgerInputs, compute_ledger, energy_carbon, schedule, tco
 from solvers.report import compose
@@ -46,18 +47,24 @@ def solve(document: Any, *, ranges: bool = True) -> Report:
     Example: ``solve({"model": {"preset": "llama3-8b"}, "cluster": {"node": "dgx-h100", "gpus": 64}})``
     returns a report whose ``step.step_s`` is the time of one optimizer step of a ~4M-token batch.
     """
-    return solve_resolved(resolve(document), ranges=ranges)
+    resolved, scenario = resolve_with_document(document)
+    return _report(resolved, scenario, ranges)  # the resolved document is new: the report takes it as it is
 
 
 def solve_resolved(resolved: Resolved, *, ranges: bool = True) -> Report:
     """The report of a resolved scenario. ``resolved`` is only read: the report gets its own copies of the
     scenario document and the assumptions, so solving one ``Resolved`` again gives an equal report."""
+    return _report(resolved, resolved.document, ranges)
+
+
+def _report(resolved: Resolved, scenario: dict[str, Any], ranges: bool) -> Report:
+    """The report of ``resolved`` with ``scenario``, its resolved document, a dict the report may own."""
     layout, row, search = pick_layout(resolved)
     # The ledger's assumption entries and its reliability block depend on the scenario only: ``resolve``
     # made them once, into ``resolved``.
     inputs = ledger_inputs(resolved, row["step_s"], row["gpu_busy_fraction"])
     ledger = compute_ledger(inputs, assumptions=False, held_reliability=resolved.reliability)
-    return compose(resolved, layout, row, ledger, search, ranges=ranges)
+    return compose(resolved, layout, row, ledger, search, ranges=ranges, document=scenario)
 
 
 def solve_many(documents: Iterable[Any]) -> list[Report | dict[str, Any]]:
@@ -83,10 +90,13 @@ def pick_layout(resolved: Resolved) -> tuple[Layout, dict[str, Any], SearchSumma
     ``support`` says how far it lies from the validated runs and why.
     """
     model, cluster, training = resolved.model, resolved.cluster, resolved.training
-    if resolved.layout is not None:  # a given layout: ``resolve`` evaluated its step once
-        if resolved.step is None:
-            raise ScenarioError([reason_to_error(resolved.layout_rule or "training.layout: invalid layout")])
-        return resolved.layout, dict(resolved.step), None
+    if resolved.layout is not None:  # a given layout: ``resolve`` evaluated its step once (unless step=False)
+        step, rule = resolved.step, resolved.layout_rule
+        if step is None and rule is None:
+            step, rule = evaluate_step(model, cluster, training, resolved.layout)
+        if step is None:
+            raise ScenarioError([reason_to_error(rule or "training.layout: invalid layout")])
+        return resolved.layout, dict(step), None
     envelope = load_envelope()
     try:
         result = search_resolved(resolved, within_validated=DEFAULT_WITHIN_VALIDATED, envelope=envelope)

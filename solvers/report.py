@@ -73,15 +73,18 @@ def compose(
     ledger: LedgerResult,
     search: SearchSummary | None = None,
     ranges: bool = True,
+    *,
+    document: dict[str, Any] | None = None,
 ) -> Report:
     """The report of ``resolved`` at ``layout``, from the engine's ``row`` (python scalars) and ``ledger``.
     ``ranges`` adds the figures' ``ranges``, ``ranges_method`` and one assumption entry per sampled input
     (``solvers.ranges``); False leaves them out (the rest of the report is the same bits either way).
 
     The report owns every dict and list in it: ``resolved`` gives a new document and new assumption entries
-    on each read, and stays as it was.
+    on each read, and stays as it was. ``document``: the resolved document when the caller has a new one that
+    nothing else holds (``solve``), which the report then takes instead of reading ``resolved.document``.
     """
-    return _compose(resolved, layout.block(row["microbatches"]), row, ledger, search, ranges)
+    return _compose(resolved, layout.block(row["microbatches"]), row, ledger, search, ranges, document)
 
 
 def _compose(
@@ -91,6 +94,7 @@ def _compose(
     ledger: LedgerResult,
     search: Mapping[str, Any] | None,
     ranges: bool,
+    document: dict[str, Any] | None = None,
 ) -> Report:
     warnings = list(resolved.warnings)
     fits = bool(row["fits"])
@@ -107,7 +111,8 @@ def _compose(
             "step (step.roofline_bound)"
         )
     warnings.extend(ledger.warnings)  # texts the ledger wrote
-    document = resolved.document
+    if document is None:
+        document = resolved.document
     # The scenario's, the step's and the ledger's entries: all of them depend on the scenario only, and
     # ``resolve`` wrote them once (``ledger.assumptions`` are the same entries when the ledger made them).
     assumptions: list[Assumption] = resolved.report_assumptions  # type: ignore[assignment]

@@ -22,7 +22,7 @@ from solvers.inputs.json_schema import scenario_json_schema
 from solvers.inputs.layout import layout_batch, layout_from_batch
 from solvers.inputs.model import transformer_params
 from solvers.inputs.reader import Assumption
-from solvers.inputs.scenario import LedgerFields, Resolved, resolve, validate_part
+from solvers.inputs.scenario import LedgerFields, Resolved, resolve, resolve_with_document, validate_part
 
 __all__ = [
     "FIELDS",
@@ -39,6 +39,7 @@ __all__ = [
     "layout_batch",
     "layout_from_batch",
     "resolve",
+    "resolve_with_document",
     "scenario_json_schema",
     "transformer_params",
     "validate_part",

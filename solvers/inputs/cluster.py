@@ -13,12 +13,15 @@ from solvers import catalog
 from solvers.inputs import fields
 from solvers.inputs.reader import (
     SCENARIO,
+    Assumption,
     Reader,
     join,
+    preset_notes,
     read_choices,
     read_numbers,
     read_section,
     resolve_value,
+    row_default,
     table_default,
     type_name,
 )
@@ -38,6 +41,20 @@ class ClusterParts:
 
 def _accelerator_preset_source(key: str, field: str) -> str:
     return f"accelerator preset '{key}': {catalog.accelerator_entry(key)['sources'][field]}"
+
+
+ACCELERATOR_PATH = f"{PATH}.accelerator"
+_PEAKS_PATH = f"{ACCELERATOR_PATH}.peak_tflops"
+_ACCELERATORS = {key: catalog.accelerator_entry(key) for key in catalog.ACCELERATORS}
+# The entries each accelerator preset writes for the values it gives and for its peaks (``preset_notes``).
+_ACCELERATOR_NOTES = preset_notes(ACCELERATOR_PATH, _ACCELERATORS, _accelerator_preset_source)
+_PEAK_NOTES: dict[str, tuple[Assumption, ...]] = {
+    key: tuple(
+        Assumption(f"{_PEAKS_PATH}.{prec}", value, "TFLOP/s", _accelerator_preset_source(key, "peak_tflops"))
+        for prec, value in sorted(entry["peak_tflops"].items())
+    )
+    for key, entry in _ACCELERATORS.items()
+}
 
 
 def _parse_accelerator(
@@ -91,10 +108,21 @@ def _parse_accelerator(
     def psrc(field: str) -> str:
         return _accelerator_preset_source(key or "", field)
 
-    for prec, value in sorted(peaks.items()):
-        r.note(join(path, f"peak_tflops.{prec}"), value, "TFLOP/s", peak_source)
+    preset_peaks = (
+        _PEAK_NOTES.get(key) if key and path == ACCELERATOR_PATH and "peak_tflops" not in given else None
+    )
+    if preset_peaks is not None:  # the preset's peaks: their entries are made once, at import
+        r.assumptions.extend(preset_peaks)
+    else:
+        for prec, value in sorted(peaks.items()):
+            r.note(join(path, f"peak_tflops.{prec}"), value, "TFLOP/s", peak_source)
+    noted = _ACCELERATOR_NOTES.get(key, {}) if key and path == ACCELERATOR_PATH else {}
     values: dict[str, float] = {}
     for row in fields.TABLE.numbers(path):  # a preset gives them all; a custom accelerator the table's
+        if row.name not in nums and row.name in noted:  # the preset's value: its entry is made at import
+            r.assumptions.append(noted[row.name])
+            values[row.name] = float(base[row.name])
+            continue
         values[row.name] = float(
             resolve_value(
                 r,
@@ -155,6 +183,25 @@ def _parse_link(
     if r.failed_under(path):
         return None, {}
     base = catalog.fabric_entry(key) if key else {}
+    preset_notes_ = _LINK_NOTES.get((path, key)) if key and not nums else None
+    if preset_notes_ is not None:  # the fabric's four entries, made once at import (``_link_notes``)
+        r.assumptions.extend(preset_notes_)
+        bandwidth, latency = float(base["bandwidth_gb_s"]), float(base["latency_us"])
+    else:
+        bandwidth, latency = _link_values(r, path, key, nums, default_key, default_source)
+    over = float(table_default(r, path, "oversubscription", nums))
+    return (
+        LinkSpec(bandwidth_gb_s=bandwidth, latency_us=latency, oversubscription=over),
+        {"bandwidth_gb_s": bandwidth, "latency_us": latency, "oversubscription": over},
+    )
+
+
+def _link_values(
+    r: Reader, path: str, key: str | None, nums: dict[str, Any], default_key: str, default_source: str
+) -> tuple[float, float]:
+    """A link's bandwidth and latency (given > the fabric's > the default fabric's latency), each noted with
+    the fabric's nominal rate and achievable factor."""
+    base = catalog.fabric_entry(key) if key else {}
     if key:
         src = base["sources"]
         r.note(
@@ -187,11 +234,22 @@ def _parse_link(
         latency = float(default_base["latency_us"])
         lat_src = f"fabric '{default_key}' ({default_source}): {default_base['sources']['latency_us']}"
     r.note(join(path, "latency_us"), latency, "us", lat_src)
-    over = float(table_default(r, path, "oversubscription", nums))
-    return (
-        LinkSpec(bandwidth_gb_s=bandwidth, latency_us=latency, oversubscription=over),
-        {"bandwidth_gb_s": bandwidth, "latency_us": latency, "oversubscription": over},
-    )
+    return bandwidth, latency
+
+
+def _link_notes(path: str, key: str) -> tuple[Assumption, ...]:
+    """The entries ``_link_values`` writes for fabric ``key`` at ``path`` when the scenario gives no number."""
+    r = Reader()
+    _link_values(r, path, key, {}, key, "")
+    return tuple(r.assumptions)
+
+
+# The four entries each fabric writes at each link of the cluster when the scenario gives no number there.
+_LINK_NOTES: dict[tuple[str, str], tuple[Assumption, ...]] = {
+    (path, key): _link_notes(path, key)
+    for path in (f"{PATH}.scale_up", f"{PATH}.scale_out")
+    for key in catalog.FABRICS
+}
 
 
 def _node_for_accelerator(key: str | None) -> str | None:
@@ -333,14 +391,16 @@ def parse_reliability(
     if len(r.errors) > before:
         return None
     doc: dict[str, Any] = {}
-    for field in fields.TABLE.keys(path):
-        doc[field] = table_default(r, path, field, nums)
+    for row in fields.TABLE.children(path):
+        doc[row.name] = row_default(r, row, nums)
     if doc["nics_per_node"] is None:
         doc["nics_per_node"] = gpus_per_node
         key = join(path, "nics_per_node")
-        for i, entry in enumerate(r.assumptions):
-            if entry.key == key:  # the default's None becomes the count it stands for
-                r.assumptions[i] = entry._replace(value=gpus_per_node)
+        notes = r.assumptions
+        for i in range(len(notes) - 1, -1, -1):  # noted in the loop above: among the last entries
+            if notes[i].key == key:  # the default's None becomes the count it stands for
+                notes[i] = notes[i]._replace(value=gpus_per_node)
+                break
     doc["other_mttf_h"] = [float(v) for v in doc["other_mttf_h"]]
     for field in ("gpu_mttf_h", "nic_mttf_h", "psu_mttf_h", "restart_s"):
         doc[field] = float(doc[field])

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from solvers.inputs import fields
-from solvers.inputs.reader import SCENARIO, Reader, join, read_choices, read_numbers, table_default
+from solvers.inputs.reader import SCENARIO, Reader, join, read_choices, read_numbers, row_default
+from solvers.layout import Layout
 from solvers.specs import RECOMPUTE_CODE, RECOMPUTE_POLICIES, SCHEDULE_CODE, SCHEDULES, LayoutBatch
 
 
@@ -27,11 +28,11 @@ def parse_layout(r: Reader, raw: Any, path: str, gpus: int) -> dict[str, Any] | 
     if len(r.errors) > before:
         return None
     out: dict[str, Any] = {}
-    for field in fields.TABLE.keys(path):
-        if field in ("dp", "expert_tp"):
+    for row in fields.TABLE.children(path):
+        if row.name in ("dp", "expert_tp"):
             continue
         # recorded without a unit (microbatch_seqs included), as reports have always carried them
-        out[field] = table_default(r, path, field, nums, unit="")
+        out[row.name] = row_default(r, row, nums, unit="")
     model_parallel = out["tp"] * out["pp"] * out["cp"]
     if gpus % model_parallel:
         r.error(
@@ -70,26 +71,36 @@ _LAYOUT_INT_FIELDS: tuple[str, ...] = (
 
 
 def layout_batch(layouts: list[dict[str, Any]]) -> LayoutBatch:
-    """Parallel arrays from resolved layout dicts (every LAYOUT_KEYS field explicit, dp resolved)."""
-    # One int64 and one bool matrix, one row per field: each LayoutBatch field is a row of them (two
-    # array constructions instead of fourteen).
+    """Parallel arrays from resolved layout dicts (every LAYOUT_KEYS field explicit, dp resolved), read-only.
+
+    One int64 and one bool matrix, one row per layout, made read-only before each field is taken as a column
+    of them: two array constructions instead of fourteen, and the fields are read-only views without a flag
+    set on each of them (``resolve`` holds the batch; nothing may change it).
+    """
+    n = len(layouts)
     ints = np.array(
-        [[int(lay[field]) for lay in layouts] for field in _LAYOUT_INT_FIELDS]
-        + [
-            [SCHEDULE_CODE[lay["schedule"]] for lay in layouts],
-            [RECOMPUTE_CODE[lay["recompute"]] for lay in layouts],
+        [
+            [int(lay[field]) for field in _LAYOUT_INT_FIELDS]
+            + [SCHEDULE_CODE[lay["schedule"]], RECOMPUTE_CODE[lay["recompute"]]]
+            for lay in layouts
         ],
         dtype=np.int64,
-    ).reshape(len(_LAYOUT_INT_FIELDS) + 2, len(layouts))
+    ).reshape(n, len(_LAYOUT_INT_FIELDS) + 2)
     flags = np.array(
         [
-            [bool(lay["sequence_parallel"]) for lay in layouts],
-            [bool(lay["fsdp_reshard_after_forward"]) for lay in layouts],
-            [lay["grad_reduce_dtype"] == "fp32" for lay in layouts],
+            [
+                bool(lay["sequence_parallel"]),
+                bool(lay["fsdp_reshard_after_forward"]),
+                lay["grad_reduce_dtype"] == "fp32",
+            ]
+            for lay in layouts
         ],
         dtype=np.bool_,
-    ).reshape(3, len(layouts))
-    named = dict(zip(_LAYOUT_INT_FIELDS, ints, strict=False))
+    ).reshape(n, 3)
+    ints.flags.writeable = False
+    flags.flags.writeable = False
+    columns, bits = ints.T, flags.T
+    named = dict(zip(_LAYOUT_INT_FIELDS, columns, strict=False))
     return LayoutBatch(
         tp=named["tp"],
         pp=named["pp"],
@@ -97,14 +108,35 @@ def layout_batch(layouts: list[dict[str, Any]]) -> LayoutBatch:
         ep=named["ep"],
         dp=named["dp"],
         microbatch_seqs=named["microbatch_seqs"],
-        schedule=ints[len(_LAYOUT_INT_FIELDS)],
+        schedule=columns[len(_LAYOUT_INT_FIELDS)],
         virtual_stages=named["virtual_stages"],
-        sequence_parallel=flags[0],
+        sequence_parallel=bits[0],
         zero_stage=named["zero_stage"],
-        fsdp_reshard_after_forward=flags[1],
+        fsdp_reshard_after_forward=bits[1],
         expert_tp=named["expert_tp"],
-        recompute=ints[len(_LAYOUT_INT_FIELDS) + 1],
-        grad_reduce_fp32=flags[2],
+        recompute=columns[len(_LAYOUT_INT_FIELDS) + 1],
+        grad_reduce_fp32=bits[2],
+    )
+
+
+def layout_of(lay: dict[str, Any]) -> Layout:
+    """A resolved layout dict as a ``Layout`` (python scalars): ``Layout.of(layout_batch([lay]))`` without
+    the arrays, for a single solve."""
+    return Layout(
+        tp=int(lay["tp"]),
+        pp=int(lay["pp"]),
+        cp=int(lay["cp"]),
+        ep=int(lay["ep"]),
+        dp=int(lay["dp"]),
+        microbatch_seqs=int(lay["microbatch_seqs"]),
+        schedule=SCHEDULE_CODE[lay["schedule"]],
+        virtual_stages=int(lay["virtual_stages"]),
+        sequence_parallel=bool(lay["sequence_parallel"]),
+        zero_stage=int(lay["zero_stage"]),
+        fsdp_reshard_after_forward=bool(lay["fsdp_reshard_after_forward"]),
+        expert_tp=int(lay["expert_tp"]),
+        recompute=RECOMPUTE_CODE[lay["recompute"]],
+        grad_reduce_fp32=lay["grad_reduce_dtype"] == "fp32",
     )
 
 

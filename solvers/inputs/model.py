@@ -8,7 +8,7 @@ from typing import Any
 
 from solvers import catalog
 from solvers.inputs import fields
-from solvers.inputs.reader import SCENARIO, Reader, join, read_numbers, resolve_value
+from solvers.inputs.reader import SCENARIO, Reader, join, preset_notes, read_numbers, resolve_value
 from solvers.specs import ModelSpec, MoESpec
 
 DEFAULT_MODEL_PRESET = "llama3-8b"
@@ -19,6 +19,10 @@ def _model_preset_source(key: str, field: str) -> str:
     sources = catalog.MODELS[key]["sources"]
     cite = sources.get(field) or sources.get("shape") or ""
     return f"model preset '{key}': {cite}".rstrip(": ")
+
+
+# The entry each model preset writes for each shape field it gives (``preset_notes``).
+_PRESET_NOTES = preset_notes(PATH, catalog.MODELS, _model_preset_source)
 
 
 def transformer_params(
@@ -101,7 +105,12 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
     if r.failed_under(path):
         return None, {}, None
 
+    noted = _PRESET_NOTES.get(preset_key, {}) if preset is not None and preset_key and path == PATH else {}
+
     def pick(field: str, default: Any = None, source: str = "") -> Any:
+        if field not in nums and field in noted:  # the preset's value: its entry is made once, at import
+            r.assumptions.append(noted[field])
+            return preset[field]  # type: ignore[index]
         row = fields.TABLE[join(path, field)]
         if row.has_default:
             default, source = row.default, row.source

@@ -8,37 +8,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from solvers import catalog
 from solvers.errors import FieldError
 from solvers.inputs import fields
 from solvers.inputs.fields import Field
+from solvers.inputs.table import Assumption
 from solvers.plain import to_plain
 
 SCENARIO = "scenario"  # source of a value the user gave
 
 _PLAIN_TYPES = frozenset({int, float, str, bool, type(None)})
-
-
-class Assumption(NamedTuple):
-    """One entry of the assumptions ledger: a value a report rests on, its unit and where it came from.
-    A list value (``cluster.reliability.other_mttf_h``) is held as a tuple."""
-
-    key: str
-    value: str | int | float | bool | tuple[float, ...] | None
-    unit: str
-    source: str
-
-    def as_dict(self) -> dict[str, Any]:
-        """The entry as a report carries it (a list value as a list)."""
-        value = self.value
-        return {
-            "key": self.key,
-            "value": list(value) if type(value) is tuple else value,
-            "unit": self.unit,
-            "source": self.source,
-        }
+_STR = frozenset({str})
 
 
 def _held(value: Any) -> Any:
@@ -62,13 +44,18 @@ class Reader:
 
     def failed_under(self, path: str) -> bool:
         """True when an error names ``path`` or a field inside it."""
-        return any(e.path.startswith(path) for e in self.errors)
+        return bool(self.errors) and any(e.path.startswith(path) for e in self.errors)
 
     def note(self, key: str, value: Any, unit: str, source: str) -> None:
         self.assumptions.append(Assumption(key, _held(value), unit, source))
 
     def mapping(self, value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any] | None:
         """``value`` as a dict whose keys are all in ``allowed``; None (and an error) otherwise."""
+        # A dict of str keys, all known (every document's usual case): two C passes over its keys.
+        if type(value) is dict and (
+            not value or (set(map(type, value)) == _STR and set(value).issubset(allowed))
+        ):
+            return dict(value)
         if not isinstance(value, Mapping):
             self.error(path, f"must be an object, got {type_name(value)}")
             return None
@@ -192,6 +179,8 @@ def read_numbers(r: Reader, given: Mapping[str, Any], path: str) -> dict[str, An
     """Read each numeric field of the object at ``path`` present in ``given`` against the table's limits;
     absent ones are left out of the result, a null one is None when the table allows it."""
     out: dict[str, Any] = {}
+    if not given:
+        return out
     for row in fields.TABLE.numbers(path):
         name = row.name
         if name not in given:
@@ -208,7 +197,9 @@ def read_numbers(r: Reader, given: Mapping[str, Any], path: str) -> dict[str, An
 
 def read_choices(r: Reader, given: Mapping[str, Any], path: str, out: dict[str, Any]) -> None:
     """Read each enum, then each true/false field of the object at ``path`` present in ``given`` into ``out``."""
-    present = [fields.TABLE[join(path, name)] for name in fields.TABLE.keys(path) if name in given]
+    if not given:
+        return
+    present = [row for row in fields.TABLE.children(path) if row.name in given]
     for row in present:
         if row.kind == "choice":
             value = r.choice(given[row.name], row.path, row.choices)
@@ -254,18 +245,53 @@ def table_default(
     preset_source: Callable[[str], str] | None = None,
     unit: str | None = None,
 ) -> Any:
-    """``resolve_value`` with the table's default, source and unit for ``path.name`` (written out: it runs
-    about fifty times per document)."""
-    key = f"{path}.{name}" if path else name
-    row = fields.TABLE[key]
+    """``resolve_value`` with the table's default, source and unit for ``path.name``."""
+    row = fields.TABLE.by_path[f"{path}.{name}" if path else name]
+    return row_default(r, row, given, preset=preset, preset_source=preset_source, unit=unit)
+
+
+def row_default(
+    r: Reader,
+    row: Field,
+    given: Mapping[str, Any],
+    *,
+    preset: Mapping[str, Any] | None = None,
+    preset_source: Callable[[str], str] | None = None,
+    unit: str | None = None,
+) -> Any:
+    """``table_default`` for the table's ``row`` (written out: it runs about fifty times per document). A
+    field left to its static default notes the row's own ``default_note``, which is the same every time."""
+    name = row.name
     if name in given:
         value, source = given[name], SCENARIO
     elif preset is not None and name in preset and preset_source is not None:
         value, source = preset[name], preset_source(name)
+    elif row.default_note is not None and (unit is None or unit == row.unit):
+        r.assumptions.append(row.default_note)
+        return row.default
     else:
         value, source = row.default, row.source
-    r.assumptions.append(Assumption(key, _held(value), row.unit if unit is None else unit, source))
+    r.assumptions.append(Assumption(row.path, _held(value), row.unit if unit is None else unit, source))
     return value
+
+
+def preset_notes(
+    path: str, presets: Mapping[str, Mapping[str, Any]], source: Callable[[str, str], str]
+) -> dict[str, dict[str, Assumption]]:
+    """For each preset key, the assumption entry of each field at ``path`` that the preset gives, as
+    ``resolve_value`` would write it when the scenario leaves the field out: (path.name, the preset's value,
+    the table's unit, ``source(key, name)``). The parsers build these tables from the catalog and the field
+    table when they are imported (constants, never changed) and append an entry instead of making it again
+    for every document; ``tests/solvers/test_inputs.py`` holds that they are what the general path writes."""
+    rows = [row for row in fields.TABLE.children(path) if row.kind in ("number", "integer", "bool")]
+    return {
+        key: {
+            row.name: Assumption(row.path, _held(entry[row.name]), row.unit, source(key, row.name))
+            for row in rows
+            if row.name in entry
+        }
+        for key, entry in presets.items()
+    }
 
 
 def read_section(r: Reader, raw: Any, path: str) -> dict[str, Any] | None:
@@ -280,6 +306,6 @@ def read_section(r: Reader, raw: Any, path: str) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {}
     for row in fields.TABLE.numbers(path):
-        value = table_default(r, path, row.name, nums)
+        value = row_default(r, row, nums)
         out[row.name] = None if value is None else (int(value) if row.integer else float(value))
     return out

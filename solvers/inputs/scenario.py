@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import marshal
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from solvers.inputs import fields
 from solvers.inputs.cluster import parse_cluster
 from solvers.inputs.economics import parse_economics
 from solvers.inputs.fields import PARTS, SCHEMA_VERSION
-from solvers.inputs.layout import layout_batch
+from solvers.inputs.layout import layout_batch, layout_of
 from solvers.inputs.model import parse_model
 from solvers.inputs.reader import SCENARIO, Assumption, Reader
 from solvers.inputs.site import parse_site
@@ -151,7 +150,8 @@ class Resolved:
     # The given layout (None with ``layout_auto``), its engine row as (name, value) pairs of python scalars
     # (``solvers.engine.evaluate_one``: the step reads no price), or the first layout rule it breaks. The
     # step of a given layout depends on the scenario only, so it is evaluated here once; ``solve_resolved``
-    # raises the rule as a ``ScenarioError``, as ``solve`` does.
+    # raises the rule as a ``ScenarioError``, as ``solve`` does. Both None with a layout: ``resolve(...,
+    # step=False)`` left the step to ``solve_resolved``.
     layout: Layout | None
     step: tuple[tuple[str, float | int | bool], ...] | None
     layout_rule: str | None
@@ -254,51 +254,38 @@ def _price_notes(notes: list[Assumption], values: Mapping[str, Any]) -> list[int
     return [i for i, note in enumerate(notes) if note.key in keys]
 
 
-def _frozen_document(document: dict[str, Any]) -> bytes:
-    """The document as bytes that ``marshal.loads`` turns back into an equal document of plain dicts and lists
-    (floats bit for bit), as a JSON reader of the report would see it: a tuple a caller gave in the document
-    is kept as a list. (The parsers refused every non-finite number and every value that is not JSON.)"""
-    plain: dict[str, Any] = (
-        document if not _has_tuple(document) else json.loads(json.dumps(document, allow_nan=False))
-    )
-    return marshal.dumps(plain)
-
-
-def _has_tuple(value: Any) -> bool:
-    """True when a tuple is anywhere inside the JSON-like ``value`` (one walk of its dicts and lists)."""
-    stack = [value]
-    pop, extend = stack.pop, stack.extend
-    while stack:
-        item = pop()
-        kind = type(item)
-        if kind is dict:
-            extend(item.values())
-        elif kind is list:
-            extend(item)
-        elif kind is tuple:
-            return True
-    return False
-
-
 def _solve_notes(
     cluster: ClusterSpec, training: TrainingSpec, ledger: LedgerFields
 ) -> tuple[Assumption, ...]:
     """The step's and the ledger's assumption entries of a scenario, as rows (``Assumption``)."""
     entries = step_assumptions(cluster.accelerator.peak_tflops, training.precision)
     entries.extend(ledger_assumptions(ledger))
-    notes = tuple(Assumption(e["key"], e["value"], e["unit"], e["source"]) for e in entries)
+    # each entry is {"key", "value", "unit", "source"} in that order: its values are the row's fields
+    rows: list[dict[str, Any]] = entries  # type: ignore[assignment]  # the TypedDicts, read as plain dicts
+    notes = tuple(map(Assumption._make, map(dict.values, rows)))
     if not all_plain_finite([note.value for note in notes]):
         raise SolverInternalError("an assumption of the step or the ledger is not a plain finite value")
     return notes
 
 
-def resolve(document: Any) -> Resolved:
+def resolve(document: Any, *, step: bool = True) -> Resolved:
     """Validate a scenario document and resolve it; raises ``ScenarioError`` listing every broken rule.
+
+    ``step=False`` leaves a given layout's engine step for ``solve_resolved`` to run (``Resolved.step`` and
+    ``layout_rule`` both None): for a caller that only validates a document or reads its resolved form, one
+    engine step less. The report is the same either way.
 
     Layout rules that need the engine (batch divisibility, ep, heads, experts) are checked by
     ``solvers.engine.check_layouts`` when the scenario is solved; this function checks types, limits,
     catalog keys, the GPU count split (tp*cp*pp divides gpus) and the batch's multiple of the sequence length.
     """
+    return resolve_with_document(document, step=step)[0]
+
+
+def resolve_with_document(document: Any, *, step: bool = True) -> tuple[Resolved, dict[str, Any]]:
+    """``resolve(document, step=step)`` and the resolved document it made, a new dict that nothing else holds
+    (``solve`` gives it to the report as its ``scenario``, instead of reading a copy back from the
+    ``Resolved``)."""
     r = Reader()
     top = r.mapping(document, "", TOP_KEYS)
     if top is None:
@@ -352,18 +339,17 @@ def resolve(document: Any) -> Resolved:
         cloud_usd_per_gpu_hour=economics["cloud_usd_per_gpu_hour"],
         embodied_lifetime_years=economics["embodied_lifetime_years"],
     )
-    batch = layout_batch(layouts)
-    batch.freeze()
-    layout = step = rule = None
+    batch = layout_batch(layouts)  # read-only
+    layout = held_step = rule = None
     if not auto:
-        layout = Layout.of(batch)
-        row, rule = engine.evaluate_one(model=model, cluster=cluster.spec, training=train_spec, layout=layout)
-        if row is not None:
-            step = tuple(row.items())
-        elif rule is None:
-            rule = "training.layout: invalid layout"
-    return Resolved(
-        document_bytes=_frozen_document(document_out),
+        layout = layout_of(layouts[0])
+    if layout is not None and step:
+        held_step, rule = evaluate_step(model, cluster.spec, train_spec, layout)
+    resolved = Resolved(
+        # Every dict and list of ``document_out`` is one the parsers built (a list a caller gave, such as
+        # ``other_mttf_h``, is copied into a new list, a tuple too; ``tests/solvers/test_inputs.py``), and every
+        # leaf is an exact str, int, float, bool or None: ``marshal`` refuses anything else.
+        document_bytes=marshal.dumps(document_out),
         model=model,
         cluster=cluster.spec,
         training=train_spec,
@@ -374,11 +360,23 @@ def resolve(document: Any) -> Resolved:
         solve_notes=_solve_notes(cluster.spec, train_spec, ledger_fields),
         reliability=reliability(ledger_fields),
         layout=layout,
-        step=step,
+        step=held_step,
         layout_rule=rule,
         warnings=tuple(r.warnings),
         document_hash=canonical_hash(document_out),
     )
+    return resolved, document_out
+
+
+def evaluate_step(
+    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layout: Layout
+) -> tuple[tuple[tuple[str, float | int | bool], ...] | None, str | None]:
+    """A given layout's engine row as (name, value) pairs, or None and the first layout rule it breaks
+    (``solvers.engine.evaluate_one``): what ``Resolved.step`` and ``Resolved.layout_rule`` hold."""
+    row, rule = engine.evaluate_one(model=model, cluster=cluster, training=training, layout=layout)
+    if row is not None:
+        return tuple(row.items()), None
+    return None, rule or "training.layout: invalid layout"
 
 
 def validate_part(part: str, data: Any) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class _NoDefault:
@@ -17,6 +17,26 @@ class _NoDefault:
 NO_DEFAULT: Any = _NoDefault()  # a field whose default its parser computes (or that has none)
 
 NUMERIC = frozenset({"number", "integer"})
+
+
+class Assumption(NamedTuple):
+    """One entry of the assumptions ledger: a value a report rests on, its unit and where it came from.
+    A list value (``cluster.reliability.other_mttf_h``) is held as a tuple."""
+
+    key: str
+    value: str | int | float | bool | tuple[float, ...] | None
+    unit: str
+    source: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """The entry as a report carries it (a list value as a list)."""
+        value = self.value
+        return {
+            "key": self.key,
+            "value": list(value) if type(value) is tuple else value,
+            "unit": self.unit,
+            "source": self.source,
+        }
 
 
 @dataclass(frozen=True)
@@ -52,6 +72,9 @@ class Field:
     parent: str = field(init=False, repr=False, compare=False)  # the object that holds it
     integer: bool = field(init=False, repr=False, compare=False)
     has_default: bool = field(init=False, repr=False, compare=False)
+    # The assumption entry of the static default (None without one): every document that leaves the field
+    # out notes this same immutable row, so the reader appends it instead of building it again.
+    default_note: Assumption | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         parent, _, name = self.path.rpartition(".")
@@ -59,6 +82,10 @@ class Field:
         object.__setattr__(self, "parent", parent)
         object.__setattr__(self, "integer", self.kind == "integer")
         object.__setattr__(self, "has_default", self.default is not NO_DEFAULT)
+        default = self.default
+        held = tuple(default) if isinstance(default, list | tuple) else default  # as ``Reader.note`` holds it
+        note = Assumption(self.path, held, self.unit, self.source) if self.has_default else None
+        object.__setattr__(self, "default_note", note)
 
 
 class FieldTable:
@@ -69,24 +96,29 @@ class FieldTable:
 
     def __init__(self, rows: Iterable[Field]) -> None:
         self.rows: tuple[Field, ...] = tuple(rows)
-        self._by_path = {row.path: row for row in self.rows}
+        self.by_path: dict[str, Field] = {row.path: row for row in self.rows}  # read, never written
         children: dict[str, list[Field]] = {}
         for row in self.rows:
             children.setdefault(row.parent, []).append(row)
+        self._children = {path: tuple(rows_) for path, rows_ in children.items()}
         self._keys = {path: tuple(r.name for r in rows_) for path, rows_ in children.items()}
         self._numbers = {
             path: tuple(r for r in rows_ if r.kind in NUMERIC) for path, rows_ in children.items()
         }
 
     def __getitem__(self, path: str) -> Field:
-        return self._by_path[path]
+        return self.by_path[path]
 
     def __contains__(self, path: object) -> bool:
-        return path in self._by_path
+        return path in self.by_path
 
     def keys(self, path: str) -> tuple[str, ...]:
         """The keys an object at ``path`` may hold, in document order ("" is the document itself)."""
         return self._keys.get(path, ())
+
+    def children(self, path: str) -> tuple[Field, ...]:
+        """The rows of the fields directly inside the object at ``path``, in document order."""
+        return self._children.get(path, ())
 
     def numbers(self, path: str) -> tuple[Field, ...]:
         """The numeric fields directly inside the object at ``path``."""

@@ -18,6 +18,7 @@ from solvers.inputs.reader import (
     read_choices,
     read_numbers,
     resolve_value,
+    row_default,
     table_default,
 )
 from solvers.specs import (
@@ -153,11 +154,11 @@ def parse_training(
         eff_src = "cluster.accelerator.compute_efficiency"
     r.note(join(eff_path, "compute"), efficiency, "fraction", eff_src)
     overlap: dict[str, float] = {}
-    for dim in fields.TABLE.keys(ov_path):
-        overlap[dim] = float(table_default(r, ov_path, dim, overlap_nums))
+    for row in fields.TABLE.children(ov_path):
+        overlap[row.name] = float(row_default(r, row, overlap_nums))
     checkpoint: dict[str, Any] = {}
-    for field in fields.TABLE.keys(ck_path):
-        checkpoint[field] = table_default(r, ck_path, field, ck_nums)
+    for row in fields.TABLE.children(ck_path):
+        checkpoint[row.name] = row_default(r, row, ck_nums)
     if len(r.errors) > before:
         return None
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from solvers.canonical import canonical_hash, canonical_json
 from solvers.errors import SolverInternalError
@@ -43,3 +45,15 @@ def test_non_finite_numbers_are_an_internal_error(bad: float) -> None:
 def test_unsupported_types_are_an_internal_error() -> None:
     with pytest.raises(SolverInternalError):
         canonical_json({"x": object()})
+
+
+@given(
+    st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.sampled_from([-0.0, 2.0**53, 2.0**53 - 1, -(2.0**53), 1e16, 0.5]),
+        st.integers(-(2**60), 2**60).map(float),
+    )
+)
+def test_a_float_in_an_object_prints_as_in_a_list(value: float) -> None:
+    """Objects normalise their floats inline, lists through ``_normalise_float``: the same text."""
+    assert canonical_json({"x": value}) == '{"x":' + canonical_json([value])[1:-1] + "}"

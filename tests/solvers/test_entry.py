@@ -8,8 +8,10 @@ import dataclasses
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from solvers import resolve, solve, solve_resolved
+from solvers import ScenarioError, resolve, solve, solve_resolved
 from solvers.entry import pick_layout, reprice_many
 from solvers.layout import Layout
 
@@ -104,3 +106,55 @@ def test_solving_writes_nothing_onto_the_held_scenario() -> None:
     solve_resolved(held)
     reprice_many([held], [(1.0, 0.5)], [{"electricity_usd_per_kwh": 0.3}])
     assert [dict(vars(part)) for part in parts] == before  # no memo kept on a frozen object
+
+
+_PRICE_PATHS = {
+    "accelerator_unit_price_usd": "cluster.accelerator.unit_price_usd",
+    "electricity_usd_per_kwh": "site.electricity_usd_per_kwh",
+    "cloud_usd_per_gpu_hour": "economics.cloud_usd_per_gpu_hour",
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    plan=st.sampled_from(range(len(PLANS))),
+    unit_price=st.floats(1.0, 1e6),
+    kwh=st.floats(0.001, 2.0),
+    cloud=st.one_of(st.none(), st.floats(0.01, 100.0)),
+)
+def test_the_two_ways_to_reprice_a_held_plan_agree_to_the_last_bit(
+    plan: int, unit_price: float, kwh: float, cloud: float | None
+) -> None:
+    """``Resolved.with_prices`` then ``solve_resolved`` (one plan) and ``reprice_many`` (many plans, one
+    vectorised bill) give the same ``tco`` section, bit for bit, for any prices within the table's limits."""
+    held = resolve(PLANS[plan])
+    report = solve_resolved(held)
+    step = (report["step"]["step_s"], report["step"]["gpu_busy_fraction"])
+    prices = {"accelerator_unit_price_usd": unit_price, "electricity_usd_per_kwh": kwh}
+    if cloud is not None:
+        prices["cloud_usd_per_gpu_hour"] = cloud
+    (bill,) = reprice_many([held], [step], [prices])
+    repriced = solve_resolved(held.with_prices({_PRICE_PATHS[name]: value for name, value in prices.items()}))
+    assert bill == repriced["tco"]
+    assert [v.hex() for v in bill.values() if isinstance(v, float)] == [
+        v.hex() for v in repriced["tco"].values() if isinstance(v, float)
+    ]
+
+
+def test_resolve_without_the_step_leaves_it_to_solve_resolved() -> None:
+    """``resolve(..., step=False)`` (a caller that only validates) runs no engine step; solving it gives the
+    report ``solve`` gives, and a layout that breaks an engine rule fails there with the same error."""
+    for doc in PLANS:
+        light = resolve(doc, step=False)
+        assert light.layout is not None and light.step is None and light.layout_rule is None
+        assert light.document == resolve(doc).document and light.input_hash == resolve(doc).input_hash
+        assert solve_resolved(light) == solve(doc)
+    broken = copy.deepcopy(PLANS[0])
+    broken["training"]["global_batch_seqs"] = 100  # not a multiple of dp (64) x microbatch (1)
+    light = resolve(broken, step=False)
+    assert light.step is None and light.layout_rule is None
+    with pytest.raises(ScenarioError) as held:
+        solve_resolved(light)
+    with pytest.raises(ScenarioError) as fresh:
+        solve(broken)
+    assert held.value.as_dict() == fresh.value.as_dict()

@@ -216,10 +216,32 @@ def test_ledger_fields_replaced_equals_dataclasses_replace() -> None:
 
 def test_resolved_document_keeps_a_given_tuple_as_a_list() -> None:
     """The held document reads back as a JSON reader of the report sees it: a tuple a caller put in the
-    document comes back a list, floats bit for bit."""
-    held = marshal.loads(scenario._frozen_document({"a": [1, {"b": (1, 0.1 + 0.2)}], "c": "x"}))
-    assert held == {"a": [1, {"b": [1, 0.1 + 0.2]}], "c": "x"}
-    assert type(held["a"][1]["b"]) is list
+    document comes back a list (the parsers build every list of the resolved document), floats bit for bit."""
+    document = copy.deepcopy(DOC)
+    document["cluster"]["reliability"] = {"other_mttf_h": (1e6, 0.1 + 0.2)}
+    held = resolve(document)
+    others = marshal.loads(held.document_bytes)["cluster"]["reliability"]["other_mttf_h"]
+    assert others == [1e6, 0.1 + 0.2] and type(others) is list
+    stack: list[Any] = [held.document]
+    while stack:
+        item = stack.pop()
+        assert type(item) is not tuple
+        stack.extend(item.values() if type(item) is dict else item if type(item) is list else ())
+
+
+def test_every_static_default_notes_what_the_reader_would_write() -> None:
+    """A field left to its static default notes the row's ``default_note``: the entry the reader would build
+    from the row (held value, unit, source), so that taking the shortcut changes no report."""
+    from solvers.inputs.reader import _held
+
+    rows = [row for row in fields.TABLE.rows if row.has_default]
+    assert rows
+    for row in rows:
+        note = row.default_note
+        assert note is not None, row.path
+        assert tuple(note) == (row.path, _held(row.default), row.unit, row.source), row.path
+        assert type(note.value) is type(_held(row.default)), row.path
+    assert all(row.default_note is None for row in fields.TABLE.rows if not row.has_default)
 
 
 def test_ledger_fields_are_the_ledger_inputs_but_the_step() -> None:
@@ -239,3 +261,64 @@ def test_ledger_fields_are_the_ledger_inputs_but_the_step() -> None:
     fields_types = typing.get_type_hints(LedgerFields)
     for name in LedgerInputs._fields[3:]:
         assert fields_types[name] == inputs_types[name], name
+
+
+def test_the_document_resolve_with_document_gives_is_the_resolved_document_and_nothing_holds_it() -> None:
+    """``solve`` hands this document to the report as its ``scenario``: it equals the held one, and changing
+    it (as a caller may change a report) changes nothing the ``Resolved`` holds."""
+    held, document = scenario.resolve_with_document(copy.deepcopy(DOC))
+    assert document == held.document
+    document["cluster"]["reliability"]["other_mttf_h"].append(1.0)
+    document["training"]["layout"]["tp"] = 1
+    document["model"]["layers"] = 1
+    assert held.document == resolve(copy.deepcopy(DOC)).document
+
+
+def _preset_documents() -> list[dict[str, Any]]:
+    """Parts naming every preset: each model, each node (its accelerator and fabrics), each accelerator and
+    each fabric by name, each region; one part overriding a value each preset gives."""
+    from solvers import catalog
+
+    docs: list[dict[str, Any]] = [{"model": {"preset": key}} for key in catalog.MODELS]
+    docs += [{"cluster": {"node": key}} for key in catalog.NODES]
+    docs += [{"cluster": {"accelerator": key}} for key in catalog.ACCELERATORS]
+    docs += [{"cluster": {"accelerator": {"preset": key, "tdp_w": 500}}} for key in catalog.ACCELERATORS]
+    docs += [{"cluster": {"scale_up": key, "scale_out": {"preset": key}}} for key in catalog.FABRICS]
+    docs += [{"cluster": {"scale_out": {"preset": key, "latency_us": 3}}} for key in catalog.FABRICS]
+    docs += [{"site": {"region": key}} for key in catalog.REGIONS]
+    docs += [{"site": {"region": key, "pue": 1.3}} for key in catalog.REGIONS]
+    docs += [{"model": {"preset": key, "vocab": 1000}} for key in catalog.MODELS]
+    return docs
+
+
+def _part_notes(document: dict[str, Any]) -> list[tuple[Any, ...]]:
+    from solvers.inputs.reader import Reader
+
+    r = Reader()
+    part, raw = next(iter(document.items()))
+    {"model": scenario.parse_model, "cluster": scenario.parse_cluster, "site": scenario.parse_site}[part](
+        r, raw
+    )
+    assert not r.errors, r.errors
+    return [(*note, type(note.value)) for note in r.assumptions]
+
+
+def test_the_entries_of_presets_made_at_import_are_what_the_parsers_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The parsers append a preset's entries from tables made at import; without those tables they write each
+    entry as they read the field. Both give the same entries, in the same order, with the same value types."""
+    from solvers.inputs import cluster, model, site
+
+    fast = [_part_notes(doc) for doc in _preset_documents()]
+    for module, table in (
+        (model, "_PRESET_NOTES"),
+        (cluster, "_ACCELERATOR_NOTES"),
+        (cluster, "_PEAK_NOTES"),
+        (cluster, "_LINK_NOTES"),
+        (site, "_REGION_NOTES"),
+    ):
+        assert getattr(module, table), table
+        monkeypatch.setattr(module, table, {})
+    slow = [_part_notes(doc) for doc in _preset_documents()]
+    assert fast == slow
