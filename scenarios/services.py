@@ -334,7 +334,7 @@ def _validate_plan_document(plan: Plan) -> None:
         site_name=plan.site.name,
         cloud_provider=plan.cloud_provider,
     )
-    resolve(document)
+    resolve(document, step=False)  # validation only: the engine step is the solve's
 
 
 def plan_create(*, team: Team, user: UserLike, **fields: Any) -> Plan:

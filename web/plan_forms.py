@@ -141,7 +141,7 @@ def create_plan(*, team: Team, user: Any, name: str, document: Mapping[str, Any]
             ]
         )
     try:
-        resolve(dict(document))
+        resolve(dict(document), step=False)  # validation only
         with transaction.atomic():
             parts = {
                 part: services.scenario_create(

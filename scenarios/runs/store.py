@@ -31,7 +31,7 @@ def input_hash_of(document: dict[str, Any]) -> str:
     """The canonical hash of the resolved scenario (the same as the report's ``input_hash``)."""
     from solvers import canonical_hash, resolve
 
-    return str(canonical_hash(resolve(document).document))
+    return str(canonical_hash(resolve(document, step=False).document))
 
 
 @dataclass(frozen=True)
