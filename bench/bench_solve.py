@@ -140,9 +140,16 @@ cfg = json.load(sys.stdin)
 sys.path.insert(0, cfg["repo"])
 import numpy as np
 import solvers
-from solvers import ScenarioError, resolve, solve
+from solvers import ScenarioError, resolve
+from solvers import solve as _solve
 
 clock = time.process_time
+if cfg.get("ranges"):
+    solve = _solve
+else:  # point figures only, as mlsysim gives; a checkout without ranges has no switch and gives none
+    import inspect
+    has_switch = "ranges" in inspect.signature(_solve).parameters
+    solve = (lambda doc: _solve(doc, ranges=False)) if has_switch else _solve
 mode = cfg["mode"]
 docs = cfg["docs"]
 if mode == "filter":
@@ -317,6 +324,12 @@ def main() -> int:
     parser.add_argument(
         "--processes", type=int, default=3, help="fresh processes per side for (a), rounds for (b) and (c)"
     )
+    parser.add_argument(
+        "--ranges",
+        action="store_true",
+        help="time reports with their p10/p50/p90 ranges (what the service stores); by default point figures "
+        "only, the content of mlsysim's answer",
+    )
     parser.add_argument("--repeats", type=int, default=15, help="samples per side for (b) and (c)")
     parser.add_argument("--parts", default="abc", help="which of (a), (b), (c) to run, e.g. 'bc'")
     args = parser.parse_args()
@@ -344,7 +357,9 @@ def main() -> int:
         args.processes if "a" in args.parts else 0
     ):  # alternate the sides, so a change in machine load falls on each
         for name, repo in sides.items():
-            times = _run(args.python, PLANNER_SCRIPT, {"repo": repo, "mode": "a", "docs": docs})
+            times = _run(
+                args.python, PLANNER_SCRIPT, {"repo": repo, "mode": "a", "docs": docs, "ranges": args.ranges}
+            )
             a[name].append(statistics.median(times))
             a_means[name].append(statistics.fmean(times))
         if have_mlsysim:
@@ -356,7 +371,13 @@ def main() -> int:
     rounds: dict[str, dict[str, list[float]]] = {"b": {}, "c": {}, "c_held": {}}
     for _ in range(args.processes):
         for name, repo in sides.items():
-            payload = {"repo": repo, "docs": docs, "prices": prices, "repeats": args.repeats}
+            payload = {
+                "repo": repo,
+                "docs": docs,
+                "prices": prices,
+                "repeats": args.repeats,
+                "ranges": args.ranges,
+            }
             for mode in ("b", "c", "c_held"):
                 if mode[0] in args.parts:
                     samples = _run(args.python, PLANNER_SCRIPT, {**payload, "mode": mode})
