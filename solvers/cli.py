@@ -1,4 +1,4 @@
-"""Command line: ``python -m solvers solve FILE|- [--batch]``, ``catalog [--json]``, ``validate [--json]``,
+"""Command line: ``python -m solvers solve FILE|- [--batch]``, ``catalog [--json]``, ``validate [--json]``, ``fit [--dry-run]``,
 ``schema`` (the JSON Schema of the scenario document), ``search FILE|-`` and ``sweep FILE|-``. Every
 argparse ``main`` of the solver lives here: this module is the top of the package (``pyproject.toml``,
 import-linter), so it imports what it runs and nothing imports it back.
@@ -22,7 +22,8 @@ from solvers.document_text import MAX_DOCUMENT_CHARS, InputError, load_yaml, par
 from solvers.entry import solve
 from solvers.errors import ScenarioError, SolverInternalError
 from solvers.inputs import scenario_json_schema
-from solvers.published import format_table, published_document
+from solvers.catalog.fitted import FITTED_FILE
+from solvers.validation import fit_documents, format_validation, validation_document
 from solvers.search import DEFAULT_PARETO, DEFAULT_TOP, OBJECTIVES, PARETO_METRICS
 from solvers.search.document import search_document
 from solvers.sweep import sweep_document
@@ -169,11 +170,27 @@ def _cmd_catalog(args: argparse.Namespace, stdout: TextIO) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace, stdout: TextIO) -> int:
-    document = published_document()
+    document = validation_document()
     if args.json:
         print(_dump(document, pretty=True), file=stdout)
     else:
-        print(format_table(document), file=stdout)
+        print(format_validation(document), file=stdout)
+    return EXIT_OK
+
+
+UNCERTAINTY_FILE = FITTED_FILE.parent / "step_uncertainty.json"
+
+
+def _cmd_fit(args: argparse.Namespace, stdout: TextIO) -> int:
+    """Fit the calibration to the corpus and write ``fitted_calibration.json`` and ``step_uncertainty.json``."""
+    calibration, uncertainty = fit_documents()
+    if args.dry_run:
+        print(_dump({"calibration": calibration, "uncertainty": uncertainty}, pretty=True), file=stdout)
+        return EXIT_OK
+    for path, content in ((FITTED_FILE, calibration), (UNCERTAINTY_FILE, uncertainty)):
+        path.write_text(_dump(content, pretty=True) + "\n", encoding="utf-8")
+        print(f"wrote {path}", file=stdout)
+    print(_dump(calibration["constants"] | calibration["compute_efficiency"], pretty=False), file=stdout)
     return EXIT_OK
 
 
@@ -277,6 +294,10 @@ def build_parser() -> argparse.ArgumentParser:
     cat.add_argument("--json", action="store_true", help="print the whole catalog, with sources, as JSON")
     val = sub.add_parser("validate", help="predicted vs published figures for published training runs")
     val.add_argument("--json", action="store_true", help="print the rows as JSON")
+    fit = sub.add_parser(
+        "fit", help="fit the calibration to the validation corpus (writes solvers/catalog/*.json)"
+    )
+    fit.add_argument("--dry-run", action="store_true", help="print the fitted documents, write nothing")
     sub.add_parser("schema", help="print the JSON Schema of the scenario document")
     # search and sweep parse their own arguments (search_main, sweep_main); they are listed here so --help
     # shows them.
@@ -310,6 +331,8 @@ def main(
         if args.command == "schema":
             print(_dump(scenario_json_schema(), pretty=True), file=stdout)
             return EXIT_OK
+        if args.command == "fit":
+            return _cmd_fit(args, stdout)
         return _cmd_validate(args, stdout)
     except SolverInternalError as exc:
         print(f"internal solver error: {exc}", file=stderr)

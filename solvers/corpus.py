@@ -25,6 +25,7 @@ source ids in file order.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -203,12 +204,12 @@ def load_corpus(directory: Path = CORPUS_DIR, *, examples_dir: Path = EXAMPLES_D
     return Corpus(sources=tuple(sources), runs=tuple(runs), files=tuple(files))
 
 
-def corpus_hash(directory: Path = CORPUS_DIR) -> str:
-    """SHA-256 of the corpus files (names and bytes, name order): the fit records which corpus it saw."""
+def corpus_hash(corpus: Corpus) -> str:
+    """SHA-256 of the runs' content (id, source, metric, published figure and scenario, canonical JSON): the fit
+    records which corpus it saw, whether read from ``corpus/`` or built in."""
     digest = hashlib.sha256()
-    if directory.is_dir():
-        for path in sorted(directory.glob("*.yaml")):
-            digest.update(path.name.encode())
-            digest.update(b"\0")
-            digest.update(path.read_bytes())
+    for run in corpus.runs:
+        item = [run.id, run.source, run.metric, run.published, run.scenario]
+        digest.update(json.dumps(item, sort_keys=True, default=str).encode())
+        digest.update(b"\n")
     return digest.hexdigest()
