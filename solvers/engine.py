@@ -265,7 +265,11 @@ def _step(
 
     peak = acc.peak_tflops.get(precision, acc.peak_tflops.get("bf16", 1.0)) * TFLOPS
     peak_bf16 = acc.peak_tflops.get("bf16", acc.peak_tflops.get(precision, 1.0)) * TFLOPS
-    rate = peak * training.compute_efficiency * PRECISION_RATE_FACTOR.get(precision, (1.0, ""))[0]
+    fp8_factor = training.effects.fp8_rate_factor
+    precision_factor = (
+        fp8_factor if precision == "fp8" and fp8_factor > 0.0 else PRECISION_RATE_FACTOR.get(precision, (1.0, ""))[0]
+    )
+    rate = peak * training.compute_efficiency * precision_factor
     hbm = acc.hbm_tb_s * TFLOPS
     gemm_bytes = _gemm_element_bytes(precision)
     microbatch_tokens = b * s / cp
@@ -287,11 +291,13 @@ def _step(
         )
     attention_core_share = compute.attention_flops_per_token(model=model, seq_len=s) / flops_per_token
     attention_extra = 0.0
-    if fx.context_parallel:
-        # The attention core at the shape curve of its s/cp blocks, in place of the dense rate.
-        block = effects.saturation(s / cp, fx.shape_half_dim)
-        attention_extra = hw_flops_gpu * attention_core_share * (1.0 / (rate * block) - 1.0 / dense_rate)
-        attention_extra = maximum(attention_extra, 0.0)
+    if fx.context_parallel or fx.attention_core:
+        # The attention core at its own rate (attention_core) and at the shape curve of its s/cp blocks
+        # (context_parallel), in place of the dense GEMM rate it was counted at above.
+        core_rate = rate * (fx.attention_rate_factor if fx.attention_core else 1.0)
+        if fx.context_parallel:
+            core_rate = core_rate * effects.saturation(s / cp, fx.shape_half_dim)
+        attention_extra = hw_flops_gpu * attention_core_share * (1.0 / core_rate - 1.0 / dense_rate)
     expert_load = 1.0 + fx.moe_skew if fx.moe_overhead else 1.0
     if moe is not None:
         expert_rows = microbatch_tokens * ep * moe.top_k / moe.experts
@@ -337,7 +343,7 @@ def _step(
         full_recompute=full_recompute,
         hbm_bytes_s=hbm,
     )
-    if fx.context_parallel:
+    if fx.context_parallel or fx.attention_core:
         compute_s = compute_s + attention_extra
     if fx.moe_overhead and moe is not None:
         compute_s = compute_s + effects.permutation_bytes(

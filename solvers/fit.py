@@ -25,36 +25,55 @@ from typing import Any
 import numpy as np
 
 from solvers import engine
-from solvers.catalog.calibration import COMPUTE_EFFICIENCY
+from solvers.catalog.calibration import COMPUTE_EFFICIENCY, PRECISION_RATE_FACTOR
 from solvers.catalog.fitted import family_of
 from solvers.corpus import MFU_METRICS, Corpus, Run
 from solvers.inputs import resolve
 from solvers.layout import Layout
 from solvers.specs import ClusterSpec, ModelSpec, TrainingSpec
 
-FAMILIES: tuple[str, ...] = ("ampere", "hopper")
-PARAMS: tuple[str, ...] = ("eff_ampere", "eff_hopper", "shape_half_dim", "jitter", "moe_skew")
+FAMILIES: tuple[str, ...] = ("ampere", "hopper", "blackwell")
+EFFECT_CONSTANTS: tuple[str, ...] = ("shape_half_dim", "jitter", "moe_skew", "fp8_rate_factor", "attention_rate_factor")
+PARAMS: tuple[str, ...] = tuple(f"eff_{f}" for f in FAMILIES) + EFFECT_CONSTANTS
 BOUNDS: dict[str, tuple[float, float]] = {
     # A large BF16 GEMM reaches at most ~80% of the dense peak (cuBLAS on A100 230-250 of 312 TFLOP/s, on
     # H100 600-700 of 989: solvers.catalog.calibration); at least 40%.
     "eff_ampere": (0.40, 0.85),
     "eff_hopper": (0.40, 0.85),
-    # Half-rate GEMM dimension between 0 (no shape loss) and 512 rows (four 128-wide tiles).
-    "shape_half_dim": (0.0, 512.0),
+    "eff_blackwell": (0.40, 0.85),
+    # Half-rate GEMM dimension between 0 (no shape loss) and one 128-wide tile: a GEMM whose narrowest
+    # dimension fills one tile reaches at least half its plateau (below that the roofline's HBM bound, modelled
+    # separately, takes over).
+    "shape_half_dim": (0.0, 128.0),
     # Per-rank step-time jitter of 0-3% (sigma); 3% gives 1.13x at 16,384 ranks.
     "jitter": (0.0, 0.03),
     # Busiest expert rank's load at most 1.5x the mean.
     "moe_skew": (0.0, 0.5),
+    # FP8 training between no gain over BF16 (0.5 of the FP8 peak) and the full FP8 peak (1.0).
+    "fp8_rate_factor": (0.5, 1.0),
+    # The attention core's rate in PaLM-counted (non-causal) FLOPs over the large-GEMM rate: from 0.4 (a
+    # kernel at 40% of a GEMM's rate doing all the blocks) to 2.0 (a causal kernel skipping half the blocks
+    # at a GEMM's rate).
+    "attention_rate_factor": (0.4, 2.0),
 }
 START: dict[str, float] = {
     "eff_ampere": COMPUTE_EFFICIENCY["a100-sxm-80gb"][0],
     "eff_hopper": COMPUTE_EFFICIENCY["h100-sxm"][0],
+    "eff_blackwell": COMPUTE_EFFICIENCY["b200"][0],
     "shape_half_dim": 64.0,
     "jitter": 0.005,
     "moe_skew": 0.1,
+    "fp8_rate_factor": PRECISION_RATE_FACTOR["fp8"][0],
+    "attention_rate_factor": 1.0,
 }
-_EFFECT_NAMES = ("matrix_shape", "stragglers", "moe_overhead", "pipeline_ends", "context_parallel")
-_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+_EFFECT_NAMES = (
+    "matrix_shape",
+    "stragglers",
+    "moe_overhead",
+    "pipeline_ends",
+    "context_parallel",
+    "attention_core",
+)
 
 
 @dataclass(frozen=True)
@@ -78,19 +97,23 @@ class Prepared:
         return self.model.moe is not None
 
 
-def _with_effects(scenario: dict[str, Any], on: bool) -> dict[str, Any]:
+def _with_effects(scenario: dict[str, Any], on: bool | dict[str, bool]) -> dict[str, Any]:
     doc = dict(scenario)
     training = dict(doc.get("training") or {})
     efficiency = dict(training.get("efficiency") or {})
     given = dict(efficiency.get("effects") or {})
-    efficiency["effects"] = {name: (given.get(name, True) if on else False) for name in _EFFECT_NAMES}
+    if isinstance(on, dict):
+        efficiency["effects"] = {name: bool(on.get(name, False)) for name in _EFFECT_NAMES}
+    else:
+        efficiency["effects"] = {name: (given.get(name, True) if on else False) for name in _EFFECT_NAMES}
     training["efficiency"] = efficiency
     doc["training"] = training
     return doc
 
 
-def prepare(corpus: Corpus, *, effects: bool = True) -> list[Prepared]:
-    """Every run resolved, with the effects on (the scenario's own switches) or all off (the hand model)."""
+def prepare(corpus: Corpus, *, effects: bool | dict[str, bool] = True) -> list[Prepared]:
+    """Every run resolved, with the effects on (the scenario's own switches), all off (the hand model), or
+    the given switches (an ablation of the effects)."""
     out: list[Prepared] = []
     for run in corpus.runs:
         resolved = resolve(_with_effects(run.scenario, effects))
@@ -119,6 +142,8 @@ def _training(p: Prepared, params: dict[str, float]) -> TrainingSpec:
         shape_half_dim=params["shape_half_dim"],
         jitter=params["jitter"],
         moe_skew=params["moe_skew"],
+        fp8_rate_factor=params["fp8_rate_factor"],
+        attention_rate_factor=params["attention_rate_factor"],
     )
     efficiency = p.training.compute_efficiency if p.family is None else params[f"eff_{p.family}"]
     return replace(p.training, compute_efficiency=efficiency, effects=fx)
@@ -156,11 +181,6 @@ def residuals(prepared: list[Prepared], params: dict[str, float]) -> np.ndarray:
     return np.array([compare(p, predict_row(p, params))[2] for p in prepared])
 
 
-def _loss(prepared: list[Prepared], weights: np.ndarray, params: dict[str, float]) -> float:
-    r = residuals(prepared, params)
-    return float(np.sum(weights * r * r))
-
-
 def _weights(prepared: list[Prepared]) -> np.ndarray:
     counts: dict[str, int] = {}
     for p in prepared:
@@ -170,45 +190,74 @@ def _weights(prepared: list[Prepared]) -> np.ndarray:
 
 
 def _free(prepared: list[Prepared], effects: bool) -> list[str]:
-    """The constants the runs can inform: a family's efficiency only with runs of it, MoE skew only with MoE."""
+    """The constants the runs can inform: a family's efficiency only with runs of it, the FP8 factor only with
+    FP8 runs, an effect's constant only when some run has the effect on (the MoE skew only on MoE runs)."""
     free = [f"eff_{f}" for f in FAMILIES if any(p.family == f for p in prepared)]
-    if effects:
-        free += ["shape_half_dim", "jitter"]
-        if any(p.is_moe for p in prepared):
-            free.append("moe_skew")
+    if any(p.training.precision == "fp8" for p in prepared):
+        free.append("fp8_rate_factor")
+    if not effects:
+        return free
+    fx = [p.training.effects for p in prepared]
+    if any(e.matrix_shape or e.context_parallel for e in fx):
+        free.append("shape_half_dim")
+    if any(e.stragglers for e in fx):
+        free.append("jitter")
+    if any(e.attention_core for e in fx):
+        free.append("attention_rate_factor")
+    if any(p.is_moe and p.training.effects.moe_overhead for p in prepared):
+        free.append("moe_skew")
     return free
 
 
-def fit(prepared: list[Prepared], *, effects: bool = True, sweeps: int = 4, steps: int = 22) -> dict[str, float]:
+def fit(prepared: list[Prepared], *, effects: bool = True, iterations: int = 12) -> dict[str, float]:
     """Constants minimising the source-weighted mean squared residual (module docstring); deterministic.
 
-    A family with no run keeps its hand value scaled by the fitted/hand ratio of the families that have runs.
+    Projected Levenberg-Marquardt on the constants scaled to [0, 1] by their bounds, forward-difference
+    Jacobian, fixed start (``START``). A family with no run takes its hand value scaled by the mean
+    fitted/hand ratio of the families that have runs.
     """
     params = dict(START)
     if not effects:
-        params.update(shape_half_dim=0.0, jitter=0.0, moe_skew=0.0)
-    weights = _weights(prepared)
+        params.update(legacy_params())
+    root_w = np.sqrt(_weights(prepared))
     free = _free(prepared, effects)
-    for _ in range(sweeps):
-        for name in free:
-            lo, hi = BOUNDS[name]
-            a, b = lo, hi
-            c, d = b - _GOLDEN * (b - a), a + _GOLDEN * (b - a)
-            fc = _loss(prepared, weights, {**params, name: c})
-            fd = _loss(prepared, weights, {**params, name: d})
-            for _ in range(steps):
-                if fc <= fd:
-                    b, d, fd = d, c, fc
-                    c = b - _GOLDEN * (b - a)
-                    fc = _loss(prepared, weights, {**params, name: c})
-                else:
-                    a, c, fc = c, d, fd
-                    d = a + _GOLDEN * (b - a)
-                    fd = _loss(prepared, weights, {**params, name: d})
-            best = (a + b) / 2.0
-            # Keep the current value unless the search found a lower loss (never worse than the start).
-            if _loss(prepared, weights, {**params, name: best}) <= _loss(prepared, weights, params):
-                params[name] = best
+    lo = np.array([BOUNDS[n][0] for n in free])
+    span = np.array([BOUNDS[n][1] - BOUNDS[n][0] for n in free])
+
+    def unpack(u: np.ndarray) -> dict[str, float]:
+        return {**params, **{n: float(v) for n, v in zip(free, lo + span * u, strict=True)}}
+
+    def res(u: np.ndarray) -> np.ndarray:
+        return root_w * residuals(prepared, unpack(u))
+
+    u = np.clip((np.array([params[n] for n in free]) - lo) / span, 0.0, 1.0)
+    r = res(u)
+    cost = float(r @ r)
+    damping = 1e-3
+    step = 1e-4
+    for _ in range(iterations):
+        jac = np.empty((r.size, u.size))
+        for j in range(u.size):
+            du = np.zeros_like(u)
+            du[j] = step if u[j] + step <= 1.0 else -step
+            jac[:, j] = (res(u + du) - r) / du[j]
+        gram = jac.T @ jac
+        grad = jac.T @ r
+        improved = False
+        for _ in range(6):
+            delta = -np.linalg.solve(gram + damping * (np.diag(np.diag(gram)) + 1e-9 * np.eye(u.size)), grad)
+            trial = np.clip(u + delta, 0.0, 1.0)
+            r_trial = res(trial)
+            cost_trial = float(r_trial @ r_trial)
+            if cost_trial < cost:
+                u, r, cost = trial, r_trial, cost_trial
+                damping = max(damping / 3.0, 1e-7)
+                improved = True
+                break
+            damping *= 10.0
+        if not improved or float(np.max(np.abs(delta))) < 1e-5:
+            break
+    params = unpack(u)
     fitted = [f for f in FAMILIES if f"eff_{f}" in free]
     if fitted:
         ratio = float(np.mean([params[f"eff_{f}"] / START[f"eff_{f}"] for f in fitted]))
@@ -220,7 +269,14 @@ def fit(prepared: list[Prepared], *, effects: bool = True, sweeps: int = 4, step
 
 def legacy_params() -> dict[str, float]:
     """The hand calibration (``solvers.catalog.calibration``) with every effect constant at zero."""
-    return {**START, "shape_half_dim": 0.0, "jitter": 0.0, "moe_skew": 0.0}
+    return {
+        **START,
+        "shape_half_dim": 0.0,
+        "jitter": 0.0,
+        "moe_skew": 0.0,
+        "fp8_rate_factor": 0.0,
+        "attention_rate_factor": 1.0,
+    }
 
 
 def held_out(prepared: list[Prepared], *, effects: bool = True) -> tuple[list[dict[str, Any]], dict[str, Any]]:

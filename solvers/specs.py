@@ -169,14 +169,22 @@ class EffectsSpec:
     moe_overhead: bool = False
     pipeline_ends: bool = False
     context_parallel: bool = False
+    attention_core: bool = False
     shape_half_dim: float = 0.0  # GEMM dimension at which the saturating curve reaches half its plateau
     jitter: float = 0.0  # relative standard deviation of one rank's step time (straggler term)
     moe_skew: float = 0.0  # busiest expert rank's load over the mean, minus one
+    fp8_rate_factor: float = 0.0  # share of the FP8 peak at the BF16 efficiency; 0 = the hand calibration's
+    attention_rate_factor: float = 1.0  # attention core's rate (PaLM-counted FLOPs) over the large-GEMM rate
 
     @property
     def any_on(self) -> bool:
         return (
-            self.matrix_shape or self.stragglers or self.moe_overhead or self.pipeline_ends or self.context_parallel
+            self.matrix_shape
+            or self.stragglers
+            or self.moe_overhead
+            or self.pipeline_ends
+            or self.context_parallel
+            or self.attention_core
         )
 
 

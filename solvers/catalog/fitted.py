@@ -27,18 +27,17 @@ FAMILY: dict[str, str] = {
     "h100-sxm": "hopper",
     "h800-sxm": "hopper",
     "h200-sxm": "hopper",
-    "b200": "hopper",
-    "gb200": "hopper",
+    "b200": "blackwell",
+    "gb200": "blackwell",
 }
-"""Accelerator -> calibration family. Blackwell carries Hopper's figure, as the hand calibration does
-(``solvers.catalog.calibration``: no published large-scale Blackwell MFU to fit)."""
+"""Accelerator -> calibration family (a family without a fitted figure takes Hopper's)."""
 
 FAMILY_BY_NAME: dict[str, str] = {
     str(ACCELERATORS[key]["name"]): family for key, family in FAMILY.items() if key in ACCELERATORS
 }
 """The same by the accelerator's display name (what a resolved ``AcceleratorSpec`` carries)."""
 
-CONSTANTS: tuple[str, ...] = ("shape_half_dim", "jitter", "moe_skew")
+CONSTANTS: tuple[str, ...] = ("shape_half_dim", "jitter", "moe_skew", "fp8_rate_factor", "attention_rate_factor")
 
 
 def _load() -> dict[str, Any]:
@@ -56,7 +55,7 @@ FITTED_SOURCE = (
 
 
 def fitted_constant(name: str) -> float:
-    """One fitted effect constant (``shape_half_dim``, ``jitter``, ``moe_skew``)."""
+    """One fitted effect constant (``shape_half_dim``, ``jitter``, ``moe_skew``, ``fp8_rate_factor``)."""
     return float(FITTED["constants"][name])
 
 
@@ -73,6 +72,6 @@ def fitted_efficiency(accelerator: str, legacy: float) -> float:
     """
     family = FAMILY.get(accelerator) or FAMILY_BY_NAME.get(accelerator)
     table = FITTED["compute_efficiency"]
-    if family is not None and family in table:
-        return float(table[family])
+    if family is not None:
+        return float(table.get(family, table["hopper"]))
     return legacy

@@ -159,6 +159,11 @@ _EFFECTS: tuple[tuple[str, str], ...] = (
         "context_parallel",
         "the attention core runs on s/cp blocks at the matrix-shape curve (ring attention, Liu et al. 2023)",
     ),
+    (
+        "attention_core",
+        "the attention core (QK^T, softmax, AV) runs at its own rate, a fitted factor of the large-GEMM rate "
+        "(FlashAttention kernels reach a different share of peak than GEMMs; Dao 2023, FlashAttention-2)",
+    ),
 )
 
 _SEED000 = "seed 000 §3 (mlsysim 0.1.2 ReliabilityModel defaults)"

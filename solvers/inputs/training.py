@@ -160,9 +160,11 @@ def parse_training(
     r.note(join(path, "global_batch_tokens"), batch_seqs * seq_len, "tokens", batch_src)
 
     switches = {name: bool(table_default(r, fx_path, name, fx_flags)) for name in fields.TABLE.keys(fx_path)}
+    any_on = any(switches.values())
     effects = EffectsSpec(
         **switches,
-        **{name: fitted_constant(name) for name in FITTED_CONSTANTS},
+        # With every effect off the constants stay at zero: the hand calibration, unchanged.
+        **{name: fitted_constant(name) for name in FITTED_CONSTANTS if any_on},
     )
     if compute_eff is not None:
         efficiency, eff_src = compute_eff, SCENARIO

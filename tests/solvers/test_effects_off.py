@@ -32,7 +32,7 @@ def all_off(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_switches_are_the_five_effects() -> None:
-    assert set(EFFECTS) == {"matrix_shape", "stragglers", "moe_overhead", "pipeline_ends", "context_parallel"}
+    assert set(EFFECTS) == {"matrix_shape", "stragglers", "moe_overhead", "pipeline_ends", "context_parallel", "attention_core"}
 
 
 @pytest.mark.parametrize("name", sorted(RECORDED["reports"]))
