@@ -34,7 +34,7 @@ def test_kendall_tau() -> None:
 
 def test_fit_is_deterministic_and_bounded(small: Corpus) -> None:
     prepared = prepare(small)
-    first, second = fit(prepared, sweeps=1), fit(prepared, sweeps=1)
+    first, second = fit(prepared, iterations=3), fit(prepared, iterations=3)
     assert first == second
     for name, (lo, hi) in BOUNDS.items():
         assert lo <= first[name] <= hi, name
