@@ -18,15 +18,15 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO, cast
 
 from solvers.catalog import catalog_document
+from solvers.catalog.fitted import FITTED_FILE
 from solvers.document_text import MAX_DOCUMENT_CHARS, InputError, load_yaml, parse_text
 from solvers.entry import solve
 from solvers.errors import ScenarioError, SolverInternalError
 from solvers.inputs import scenario_json_schema
-from solvers.catalog.fitted import FITTED_FILE
-from solvers.validation import fit_documents, format_validation, validation_document
 from solvers.search import DEFAULT_PARETO, DEFAULT_TOP, OBJECTIVES, PARETO_METRICS
 from solvers.search.document import search_document
 from solvers.sweep import sweep_document
+from solvers.validation import fit_documents, format_validation, validation_document
 
 EXIT_OK = 0
 EXIT_BATCH_FAILURES = 1

@@ -153,7 +153,9 @@ def _parse_run(raw: Any, file: str, source_id: str, index: int, examples_dir: Pa
     )
 
 
-def parse_source_file(text: str, file: str, *, stem: str, examples_dir: Path = EXAMPLES_DIR) -> tuple[Source, list[Run]]:
+def parse_source_file(
+    text: str, file: str, *, stem: str, examples_dir: Path = EXAMPLES_DIR
+) -> tuple[Source, list[Run]]:
     """One corpus file's source and runs; ``CorpusError`` names the file, run and field of the first fault."""
     try:
         data = load_yaml(text)
@@ -173,7 +175,9 @@ def parse_source_file(text: str, file: str, *, stem: str, examples_dir: Path = E
     if texts["kind"] not in KINDS:
         raise _fail(file, None, "source.kind", f"must be one of {', '.join(KINDS)}")
     team = raw_source.get("team") or ""
-    source = Source(id=texts["id"], title=texts["title"], url=texts["url"], kind=texts["kind"], team=str(team))
+    source = Source(
+        id=texts["id"], title=texts["title"], url=texts["url"], kind=texts["kind"], team=str(team)
+    )
     raw_runs = data.get("runs")
     if not isinstance(raw_runs, list) or not raw_runs:
         raise _fail(file, None, "runs", "must be a non-empty list")

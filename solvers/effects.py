@@ -64,7 +64,9 @@ def gemm_shape_factor(*, rows: Num, cols: Num, inner: Num, half: float) -> Num:
     return tile_fill(rows) * tile_fill(cols) * tile_fill(inner) * saturation(narrow, half)
 
 
-def dense_shape_factor(*, rows: Num, hidden: float, ffn: float, tp: Num, mlp_matrices: int, half: float) -> Num:
+def dense_shape_factor(
+    *, rows: Num, hidden: float, ffn: float, tp: Num, mlp_matrices: int, half: float
+) -> Num:
     """Time-weighted shape factor of a dense layer: the attention projections (``4 h^2`` weights, ``N = h/tp``)
     and the MLP (``matrices x h x ffn`` weights, ``N = ffn/tp``) in proportion to their FLOPs."""
     attn_w = 4.0 * hidden * hidden
@@ -97,6 +99,8 @@ def pipeline_ends_factor(*, layers: int, pp: Num, output_layer_share: float) -> 
     return where(pp > 1, planned / even, 1.0)
 
 
-def permutation_bytes(*, tokens: Num, top_k: int, hidden: float, element_bytes: float, moe_layers: Num) -> Num:
+def permutation_bytes(
+    *, tokens: Num, top_k: int, hidden: float, element_bytes: float, moe_layers: Num
+) -> Num:
     """HBM bytes of the MoE token permutation on one GPU: ``8 x tokens x top_k x h x bytes x MoE layers``."""
     return PERMUTE_HBM_PASSES * tokens * top_k * hidden * element_bytes * moe_layers

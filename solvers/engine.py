@@ -267,7 +267,9 @@ def _step(
     peak_bf16 = acc.peak_tflops.get("bf16", acc.peak_tflops.get(precision, 1.0)) * TFLOPS
     fp8_factor = training.effects.fp8_rate_factor
     precision_factor = (
-        fp8_factor if precision == "fp8" and fp8_factor > 0.0 else PRECISION_RATE_FACTOR.get(precision, (1.0, ""))[0]
+        fp8_factor
+        if precision == "fp8" and fp8_factor > 0.0
+        else PRECISION_RATE_FACTOR.get(precision, (1.0, ""))[0]
     )
     rate = peak * training.compute_efficiency * precision_factor
     hbm = acc.hbm_tb_s * TFLOPS
@@ -307,7 +309,10 @@ def _step(
         expert_rate = rate
         if fx.matrix_shape:
             expert_rate = rate * effects.gemm_shape_factor(
-                rows=expert_rows * expert_load, cols=moe.expert_ffn_hidden / etp, inner=h, half=fx.shape_half_dim
+                rows=expert_rows * expert_load,
+                cols=moe.expert_ffn_hidden / etp,
+                inner=h,
+                half=fx.shape_half_dim,
             )
         compute_s = compute.math_time_s(
             flops=hw_flops_gpu * (1.0 - expert_flop_share),
@@ -346,13 +351,17 @@ def _step(
     if fx.context_parallel or fx.attention_core:
         compute_s = compute_s + attention_extra
     if fx.moe_overhead and moe is not None:
-        compute_s = compute_s + effects.permutation_bytes(
-            tokens=m * microbatch_tokens / tp,
-            top_k=moe.top_k,
-            hidden=h,
-            element_bytes=exchanges.activation_element_bytes(precision=precision),
-            moe_layers=layers_busiest * moe_share,
-        ) / hbm
+        compute_s = (
+            compute_s
+            + effects.permutation_bytes(
+                tokens=m * microbatch_tokens / tp,
+                top_k=moe.top_k,
+                hidden=h,
+                element_bytes=exchanges.activation_element_bytes(precision=precision),
+                moe_layers=layers_busiest * moe_share,
+            )
+            / hbm
+        )
     if fx.stragglers:
         compute_s = compute_s * effects.straggler_factor(ranks=gpus, jitter=fx.jitter)
     microbatch_s = compute_s / m

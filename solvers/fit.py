@@ -33,7 +33,13 @@ from solvers.layout import Layout
 from solvers.specs import ClusterSpec, ModelSpec, TrainingSpec
 
 FAMILIES: tuple[str, ...] = ("ampere", "hopper", "blackwell")
-EFFECT_CONSTANTS: tuple[str, ...] = ("shape_half_dim", "jitter", "moe_skew", "fp8_rate_factor", "attention_rate_factor")
+EFFECT_CONSTANTS: tuple[str, ...] = (
+    "shape_half_dim",
+    "jitter",
+    "moe_skew",
+    "fp8_rate_factor",
+    "attention_rate_factor",
+)
 PARAMS: tuple[str, ...] = tuple(f"eff_{f}" for f in FAMILIES) + EFFECT_CONSTANTS
 BOUNDS: dict[str, tuple[float, float]] = {
     # A large BF16 GEMM reaches at most ~80% of the dense peak (cuBLAS on A100 230-250 of 312 TFLOP/s, on
@@ -279,7 +285,9 @@ def legacy_params() -> dict[str, float]:
     }
 
 
-def held_out(prepared: list[Prepared], *, effects: bool = True) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def held_out(
+    prepared: list[Prepared], *, effects: bool = True
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Leave one source out: each source predicted by the constants fitted without it.
 
     Returns one step row per run (in corpus order) and the constants fitted for each source.

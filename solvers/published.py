@@ -114,7 +114,11 @@ CASES: tuple[Case, ...] = (
 
 _LEGACY_SOURCES: dict[str, tuple[str, str, str]] = {
     _MEGASCALE: ("megascale-2024", "Jiang et al., MegaScale, NSDI 2024", "https://arxiv.org/abs/2402.15627"),
-    _LLAMA3: ("llama3-2024", "Dubey et al., The Llama 3 Herd of Models, 2024", "https://arxiv.org/abs/2407.21783"),
+    _LLAMA3: (
+        "llama3-2024",
+        "Dubey et al., The Llama 3 Herd of Models, 2024",
+        "https://arxiv.org/abs/2407.21783",
+    ),
     _DSV3: ("deepseek-v3-isca-2025", "Insights into DeepSeek-V3, ISCA 2025", ""),
     _SC21: ("megatron-sc21", "Narayanan et al., Megatron-LM, SC 2021", "https://arxiv.org/abs/2104.04473"),
     _BLOOM: ("bloom-2022", "BigScience, BLOOM, 2022", "https://arxiv.org/abs/2211.05100"),

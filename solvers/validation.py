@@ -25,14 +25,24 @@ from __future__ import annotations
 import datetime
 import math
 import statistics
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from solvers.catalog.fitted import FITTED
 from solvers.corpus import MFU_METRICS, Corpus, corpus_hash
-from solvers.fit import BOUNDS, EFFECT_CONSTANTS, FAMILIES, Prepared, compare, fit, held_out, legacy_params, predict_row, prepare
+from solvers.fit import (
+    BOUNDS,
+    EFFECT_CONSTANTS,
+    FAMILIES,
+    Prepared,
+    compare,
+    fit,
+    held_out,
+    legacy_params,
+    predict_row,
+    prepare,
+)
 from solvers.published import ledger_rows, validation_corpus
 
 TARGET_MEAN_POINTS = 3.0
@@ -124,23 +134,22 @@ def validation_document(corpus: Corpus | None = None) -> dict[str, Any]:
             }
         )
 
-    def errors(col: str, pick: Callable[[dict[str, Any]], bool] = lambda r: True) -> list[float]:
-        return [r[col]["error_points"] for r in runs if pick(r)]
+    def errors(col: str, source: str | None = None) -> list[float]:
+        return [r[col]["error_points"] for r in runs if source is None or r["source"] == source]
 
     sources = []
     for source in corpus.source_ids():
-        mine: Callable[[dict[str, Any]], bool] = lambda r, s=source: r["source"] == s  # noqa: E731
-        if not any(mine(r) for r in runs):
+        if not any(r["source"] == source for r in runs):
             continue
         sources.append(
             {
                 "source": source,
-                "runs": sum(1 for r in runs if mine(r)),
-                "in_sample_mean_abs_points": _mean_abs(errors("in_sample", mine)),
-                "held_out_mean_abs_points": _mean_abs(errors("held_out", mine)),
-                "held_out_max_abs_points": max(abs(e) for e in errors("held_out", mine)),
-                "legacy_mean_abs_points": _mean_abs(errors("legacy", mine)),
-                "legacy_held_out_mean_abs_points": _mean_abs(errors("legacy_held_out", mine)),
+                "runs": sum(1 for r in runs if r["source"] == source),
+                "in_sample_mean_abs_points": _mean_abs(errors("in_sample", source)),
+                "held_out_mean_abs_points": _mean_abs(errors("held_out", source)),
+                "held_out_max_abs_points": max(abs(e) for e in errors("held_out", source)),
+                "legacy_mean_abs_points": _mean_abs(errors("legacy", source)),
+                "legacy_held_out_mean_abs_points": _mean_abs(errors("legacy_held_out", source)),
                 "constants_without_source": by_source.get(source, {}),
             }
         )

@@ -37,7 +37,13 @@ FAMILY_BY_NAME: dict[str, str] = {
 }
 """The same by the accelerator's display name (what a resolved ``AcceleratorSpec`` carries)."""
 
-CONSTANTS: tuple[str, ...] = ("shape_half_dim", "jitter", "moe_skew", "fp8_rate_factor", "attention_rate_factor")
+CONSTANTS: tuple[str, ...] = (
+    "shape_half_dim",
+    "jitter",
+    "moe_skew",
+    "fp8_rate_factor",
+    "attention_rate_factor",
+)
 
 
 def _load() -> dict[str, Any]:

@@ -161,10 +161,20 @@ def parse_training(
 
     switches = {name: bool(table_default(r, fx_path, name, fx_flags)) for name in fields.TABLE.keys(fx_path)}
     any_on = any(switches.values())
+    # With every effect off the constants keep their neutral values: the hand calibration, unchanged.
+    fitted = {name: fitted_constant(name) for name in FITTED_CONSTANTS} if any_on else {}
     effects = EffectsSpec(
-        **switches,
-        # With every effect off the constants stay at zero: the hand calibration, unchanged.
-        **{name: fitted_constant(name) for name in FITTED_CONSTANTS if any_on},
+        matrix_shape=switches["matrix_shape"],
+        stragglers=switches["stragglers"],
+        moe_overhead=switches["moe_overhead"],
+        pipeline_ends=switches["pipeline_ends"],
+        context_parallel=switches["context_parallel"],
+        attention_core=switches["attention_core"],
+        shape_half_dim=fitted.get("shape_half_dim", 0.0),
+        jitter=fitted.get("jitter", 0.0),
+        moe_skew=fitted.get("moe_skew", 0.0),
+        fp8_rate_factor=fitted.get("fp8_rate_factor", 0.0),
+        attention_rate_factor=fitted.get("attention_rate_factor", 1.0),
     )
     if compute_eff is not None:
         efficiency, eff_src = compute_eff, SCENARIO

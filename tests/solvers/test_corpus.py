@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
 from solvers import solve
-from solvers.corpus import CORPUS_DIR, METRICS, MFU_METRICS, CorpusError, load_corpus, parse_source_file
+from solvers.corpus import CORPUS_DIR, METRICS, MFU_METRICS, CorpusError, Run, load_corpus, parse_source_file
 from solvers.published import validation_corpus
 
 CORPUS = load_corpus()
@@ -80,6 +81,6 @@ def test_enough_sources_once_the_corpus_is_in() -> None:
 
 
 @pytest.mark.parametrize("run", RUNS, ids=[r.id for r in RUNS])
-def test_every_run_solves(run) -> None:  # type: ignore[no-untyped-def]
-    step = solve(run.scenario)["step"]
-    assert step[run.metric] > 0
+def test_every_run_solves(run: Run) -> None:
+    report = cast(dict[str, Any], solve(run.scenario))
+    assert float(report["step"][run.metric]) > 0

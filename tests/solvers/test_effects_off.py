@@ -32,7 +32,14 @@ def all_off(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_switches_are_the_five_effects() -> None:
-    assert set(EFFECTS) == {"matrix_shape", "stragglers", "moe_overhead", "pipeline_ends", "context_parallel", "attention_core"}
+    assert set(EFFECTS) == {
+        "matrix_shape",
+        "stragglers",
+        "moe_overhead",
+        "pipeline_ends",
+        "context_parallel",
+        "attention_core",
+    }
 
 
 @pytest.mark.parametrize("name", sorted(RECORDED["reports"]))
@@ -52,7 +59,7 @@ def test_each_loss_effect_lengthens_the_step(name: str) -> None:
     for effect in (e for e in EFFECTS if e != "pipeline_ends"):
         one = all_off(document)
         one["training"]["efficiency"]["effects"][effect] = True
-        one["training"]["efficiency"]["compute"] = solve(all_off(document))["scenario"]["training"]["efficiency"][
-            "compute"
-        ]
+        one["training"]["efficiency"]["compute"] = solve(all_off(document))["scenario"]["training"][
+            "efficiency"
+        ]["compute"]
         assert solve(one)["step"]["step_s"] >= base, effect  # every effect is a loss, never a gain

@@ -9,6 +9,7 @@ count of the series (the data-parallel degree grows), and along a synthetic seri
 from __future__ import annotations
 
 import copy
+import itertools
 from typing import Any
 
 import pytest
@@ -42,7 +43,7 @@ def _mfus(document: dict[str, Any], counts: list[int]) -> list[float]:
 
 def _assert_non_increasing(values: list[float]) -> None:
     assert len(values) >= 2
-    for before, after in zip(values, values[1:], strict=False):
+    for before, after in itertools.pairwise(values):
         assert after <= before * (1 + 1e-12), values
 
 
@@ -58,7 +59,9 @@ def test_corpus_strong_series_never_gain_mfu(series: str) -> None:
         values = []
         for run in members:
             document = _at(first, int(run.scenario["cluster"]["gpus"]))
-            document["training"]["layout"]["microbatch_seqs"] = run.scenario["training"]["layout"]["microbatch_seqs"]
+            document["training"]["layout"]["microbatch_seqs"] = run.scenario["training"]["layout"][
+                "microbatch_seqs"
+            ]
             values.append(float(solve(document)["step"]["mfu"]))
     _assert_non_increasing(values)
 
