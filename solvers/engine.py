@@ -19,6 +19,11 @@ Composition (each term is documented, with its source, in the module that comput
     bubble_s    = schedule's bubble on t_mb = compute_s / m                     solvers.pipeline
     step_s      = compute_s + bubble_s + sum_x exposed_x
 
+Step effects (``solvers.effects``, each behind ``training.efficiency.effects.<name>``; all off in a bare
+``TrainingSpec``): matrix shape scales the dense and expert GEMM rates, the attention core runs at its own
+rate (and at the s/cp block's shape with context parallelism), the output layer weighs on the last stage,
+MoE adds permutation traffic and the busiest expert rank's load skew, and compute waits for the slowest rank.
+
 Overlap windows (hidden communication never exceeds the compute it hides behind, seed 004 §5.4): TP and PP
 hide behind the whole step's compute (MegaScale §3.2: TP/SP collectives fused with the neighbouring GEMMs,
 pipeline sends posted asynchronously); CP behind the attention compute (ring/all-gather K/V overlapped

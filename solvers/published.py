@@ -1,4 +1,7 @@
-"""Predicted vs published figures for published training runs (``python -m solvers validate``).
+"""The built-in published cases and the ledger rows vs Llama 3 (``python -m solvers validate`` shows both).
+
+The validation corpus (``corpus/*.yaml``, ``solvers.corpus``) is what ``validate`` compares; while it is
+empty, ``builtin_corpus()`` turns the cases below into one (``validation_corpus``).
 
 Each case is a scenario file in ``examples/`` solved with the one default calibration of
 ``solvers.catalog.calibration`` (no per-run tuning) and compared with the figure its paper reports:
