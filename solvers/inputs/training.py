@@ -41,6 +41,15 @@ DEFAULT_BATCH_TOKENS = 4_194_304
 DEFAULT_SEQ_LEN = 4096
 
 
+_CONSTANT_UNITS = {
+    "shape_half_dim": "rows",
+    "jitter": "fraction",
+    "moe_skew": "fraction",
+    "fp8_rate_factor": "fraction",
+    "attention_rate_factor": "ratio",
+}
+
+
 def _given_accelerator_efficiency(r: Reader) -> bool:
     """Whether the scenario itself set ``cluster.accelerator.compute_efficiency`` (then it wins)."""
     key = "cluster.accelerator.compute_efficiency"
@@ -176,6 +185,9 @@ def parse_training(
         fp8_rate_factor=fitted.get("fp8_rate_factor", 0.0),
         attention_rate_factor=fitted.get("attention_rate_factor", 1.0),
     )
+    for name, value in fitted.items():
+        # The effects' fitted constants are inputs of every step figure: listed like any default.
+        r.note(join(fx_path, name), value, _CONSTANT_UNITS.get(name, ""), FITTED_SOURCE)
     if compute_eff is not None:
         efficiency, eff_src = compute_eff, SCENARIO
     elif effects.any_on and not _given_accelerator_efficiency(r):
