@@ -1,6 +1,6 @@
 """Command line: ``python -m solvers solve FILE|- [--batch]``, ``catalog [--json]``, ``validate [--json]``,
-``schema [--report]`` (the JSON Schema of the scenario document, or of the report), ``envelope [--write|--check]``
-(the validated envelope), ``search FILE|-`` and ``sweep FILE|-``. Every
+``fit [--dry-run]``, ``schema [--report]`` (the JSON Schema of the scenario document, or of the report),
+``envelope [--write|--check]`` (the validated envelope), ``search FILE|-`` and ``sweep FILE|-``. Every
 argparse ``main`` of the solver lives here: this module is the top of the package (``pyproject.toml``,
 import-linter), so it imports what it runs and nothing imports it back.
 
@@ -19,16 +19,17 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO, cast
 
 from solvers.catalog import catalog_document
+from solvers.catalog.fitted import FITTED_FILE
 from solvers.document_text import MAX_DOCUMENT_CHARS, InputError, load_yaml, parse_text
 from solvers.entry import solve
 from solvers.envelope import envelope_is_current, write_envelope
 from solvers.errors import ScenarioError, SolverInternalError
 from solvers.inputs import scenario_json_schema
-from solvers.published import format_table, published_document
 from solvers.report_schema import report_json_schema
 from solvers.search import DEFAULT_PARETO, DEFAULT_TOP, OBJECTIVES, PARETO_METRICS, load_envelope
 from solvers.search.document import search_document
 from solvers.sweep import sweep_document
+from solvers.validation import fit_documents, format_validation, validation_document
 
 EXIT_OK = 0
 EXIT_BATCH_FAILURES = 1
@@ -172,11 +173,27 @@ def _cmd_catalog(args: argparse.Namespace, stdout: TextIO) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace, stdout: TextIO) -> int:
-    document = published_document()
+    document = validation_document()
     if args.json:
         print(_dump(document, pretty=True), file=stdout)
     else:
-        print(format_table(document), file=stdout)
+        print(format_validation(document), file=stdout)
+    return EXIT_OK
+
+
+UNCERTAINTY_FILE = FITTED_FILE.parent / "step_uncertainty.json"
+
+
+def _cmd_fit(args: argparse.Namespace, stdout: TextIO) -> int:
+    """Fit the calibration to the corpus and write ``fitted_calibration.json`` and ``step_uncertainty.json``."""
+    calibration, uncertainty = fit_documents()
+    if args.dry_run:
+        print(_dump({"calibration": calibration, "uncertainty": uncertainty}, pretty=True), file=stdout)
+        return EXIT_OK
+    for path, content in ((FITTED_FILE, calibration), (UNCERTAINTY_FILE, uncertainty)):
+        path.write_text(_dump(content, pretty=True) + "\n", encoding="utf-8")
+        print(f"wrote {path}", file=stdout)
+    print(_dump(calibration["constants"] | calibration["compute_efficiency"], pretty=False), file=stdout)
     return EXIT_OK
 
 
@@ -312,6 +329,10 @@ def build_parser() -> argparse.ArgumentParser:
     cat.add_argument("--json", action="store_true", help="print the whole catalog, with sources, as JSON")
     val = sub.add_parser("validate", help="predicted vs published figures for published training runs")
     val.add_argument("--json", action="store_true", help="print the rows as JSON")
+    fit = sub.add_parser(
+        "fit", help="fit the calibration to the validation corpus (writes solvers/catalog/*.json)"
+    )
+    fit.add_argument("--dry-run", action="store_true", help="print the fitted documents, write nothing")
     schema = sub.add_parser("schema", help="print the JSON Schema of the scenario document")
     schema.add_argument("--report", action="store_true", help="the report document's schema instead")
     env = sub.add_parser(
@@ -355,6 +376,8 @@ def main(
             schema = report_json_schema() if args.report else scenario_json_schema()
             print(_dump(schema, pretty=True), file=stdout)
             return EXIT_OK
+        if args.command == "fit":
+            return _cmd_fit(args, stdout)
         return _cmd_validate(args, stdout)
     except SolverInternalError as exc:
         print(f"internal solver error: {exc}", file=stderr)

@@ -19,6 +19,11 @@ Composition (each term is documented, with its source, in the module that comput
     bubble_s    = schedule's bubble on t_mb = compute_s / m                     solvers.pipeline
     step_s      = compute_s + bubble_s + sum_x exposed_x
 
+Step effects (``solvers.effects``, each behind ``training.efficiency.effects.<name>``; all off in a bare
+``TrainingSpec``): matrix shape scales the dense and expert GEMM rates, the attention core runs at its own
+rate (and at the s/cp block's shape with context parallelism), the output layer weighs on the last stage,
+MoE adds permutation traffic and the busiest expert rank's load skew, and compute waits for the slowest rank.
+
 Overlap windows (hidden communication never exceeds the compute it hides behind, seed 004 §5.4): TP and PP
 hide behind the whole step's compute (MegaScale §3.2: TP/SP collectives fused with the neighbouring GEMMs,
 pipeline sends posted asynchronously); CP behind the attention compute (ring/all-gather K/V overlapped
@@ -52,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from solvers import collectives, compute, exchanges, memory, pipeline, traffic
+from solvers import collectives, compute, effects, exchanges, memory, pipeline, traffic
 from solvers.catalog.calibration import OVERLAP_SM_SHARE, PRECISION_RATE_FACTOR
 from solvers.compute import Num, clip, maximum, minimum, where
 from solvers.layout import Layout
@@ -256,10 +261,22 @@ def _step(
     layers_mean = L / pp
     tokens_per_gpu = global_tokens / (dp * tp * cp)
     hw_flops_gpu = (flops_per_token + recompute_per_token) * tokens_per_gpu * stage_share
+    fx = training.effects
+    if fx.pipeline_ends:
+        output_share = 6.0 * h * model.vocab / flops_per_token
+        hw_flops_gpu = hw_flops_gpu * effects.pipeline_ends_factor(
+            layers=L, pp=pp, output_layer_share=output_share
+        )
 
     peak = acc.peak_tflops.get(precision, acc.peak_tflops.get("bf16", 1.0)) * TFLOPS
     peak_bf16 = acc.peak_tflops.get("bf16", acc.peak_tflops.get(precision, 1.0)) * TFLOPS
-    rate = peak * training.compute_efficiency * PRECISION_RATE_FACTOR.get(precision, (1.0, ""))[0]
+    fp8_factor = training.effects.fp8_rate_factor
+    precision_factor = (
+        fp8_factor
+        if precision == "fp8" and fp8_factor > 0.0
+        else PRECISION_RATE_FACTOR.get(precision, (1.0, ""))[0]
+    )
+    rate = peak * training.compute_efficiency * precision_factor
     hbm = acc.hbm_tb_s * TFLOPS
     gemm_bytes = _gemm_element_bytes(precision)
     microbatch_tokens = b * s / cp
@@ -268,19 +285,48 @@ def _step(
     )
     expert_flop_share = 6.0 * compute.active_expert_params(model=model) / flops_per_token
     moe = model.moe
+    # Effects (solvers.effects): the rate each GEMM family reaches and the busiest expert rank's load.
+    dense_rate = rate
+    if fx.matrix_shape:
+        dense_rate = rate * effects.dense_shape_factor(
+            rows=microbatch_tokens,
+            hidden=h,
+            ffn=float(model.ffn_hidden),
+            tp=tp,
+            mlp_matrices=compute.mlp_matrices(model=model),
+            half=fx.shape_half_dim,
+        )
+    attention_core_share = compute.attention_flops_per_token(model=model, seq_len=s) / flops_per_token
+    attention_extra = 0.0
+    if fx.context_parallel or fx.attention_core:
+        # The attention core at its own rate (attention_core) and at the shape curve of its s/cp blocks
+        # (context_parallel), in place of the dense GEMM rate it was counted at above.
+        core_rate = rate * (fx.attention_rate_factor if fx.attention_core else 1.0)
+        if fx.context_parallel:
+            core_rate = core_rate * effects.saturation(s / cp, fx.shape_half_dim)
+        attention_extra = hw_flops_gpu * attention_core_share * (1.0 / core_rate - 1.0 / dense_rate)
+    expert_load = 1.0 + fx.moe_skew if fx.moe_overhead else 1.0
     if moe is not None:
         expert_rows = microbatch_tokens * ep * moe.top_k / moe.experts
         expert_intensity = compute.gemm_intensity_flop_per_byte(
             rows=expert_rows, inner=h, cols=moe.expert_ffn_hidden / etp, element_bytes=gemm_bytes
         )
+        expert_rate = rate
+        if fx.matrix_shape:
+            expert_rate = rate * effects.gemm_shape_factor(
+                rows=expert_rows * expert_load,
+                cols=moe.expert_ffn_hidden / etp,
+                inner=h,
+                half=fx.shape_half_dim,
+            )
         compute_s = compute.math_time_s(
             flops=hw_flops_gpu * (1.0 - expert_flop_share),
-            rate_flops=rate,
+            rate_flops=dense_rate,
             intensity=dense_intensity,
             hbm_bytes_s=hbm,
         ) + compute.math_time_s(
-            flops=hw_flops_gpu * expert_flop_share,
-            rate_flops=rate,
+            flops=hw_flops_gpu * expert_flop_share * expert_load,
+            rate_flops=expert_rate,
             intensity=expert_intensity,
             hbm_bytes_s=hbm,
         )
@@ -288,7 +334,7 @@ def _step(
         moe_share = moe.moe_layers / L
     else:
         compute_s = compute.math_time_s(
-            flops=hw_flops_gpu, rate_flops=rate, intensity=dense_intensity, hbm_bytes_s=hbm
+            flops=hw_flops_gpu, rate_flops=dense_rate, intensity=dense_intensity, hbm_bytes_s=hbm
         )
         roofline_bound = dense_intensity * hbm < rate
         moe_share = 0.0
@@ -307,6 +353,22 @@ def _step(
         full_recompute=full_recompute,
         hbm_bytes_s=hbm,
     )
+    if fx.context_parallel or fx.attention_core:
+        compute_s = compute_s + attention_extra
+    if fx.moe_overhead and moe is not None:
+        compute_s = (
+            compute_s
+            + effects.permutation_bytes(
+                tokens=m * microbatch_tokens / tp,
+                top_k=moe.top_k,
+                hidden=h,
+                element_bytes=exchanges.activation_element_bytes(precision=precision),
+                moe_layers=layers_busiest * moe_share,
+            )
+            / hbm
+        )
+    if fx.stragglers:
+        compute_s = compute_s * effects.straggler_factor(ranks=gpus, jitter=fx.jitter)
     microbatch_s = compute_s / m
 
     # --- exchanges -------------------------------------------------------------------------------------
@@ -390,6 +452,13 @@ def _step(
             full_recompute=full_recompute,
             links=links,
         )
+        if fx.moe_overhead:
+            ep_x = exchanges.Exchange(
+                bytes_per_gpu=ep_x.bytes_per_gpu,
+                time_s=ep_x.time_s * expert_load,
+                nic_bytes=ep_x.nic_bytes,
+                burst_bytes=ep_x.burst_bytes,
+            )
     else:
         ep_x = exchanges.Exchange(bytes_per_gpu=0.0, time_s=0.0, nic_bytes=0.0, burst_bytes=0.0)
 

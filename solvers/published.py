@@ -1,4 +1,7 @@
-"""Predicted vs published figures for published training runs (``python -m solvers validate``).
+"""The built-in published cases and the ledger rows vs Llama 3 (``python -m solvers validate`` shows both).
+
+The validation corpus (``corpus/*.yaml``, ``solvers.corpus``) is what ``validate`` compares; while it is
+empty, ``builtin_corpus()`` turns the cases below into one (``validation_corpus``).
 
 Each case is a scenario file in ``examples/`` solved with the one default calibration of
 ``solvers.catalog.calibration`` (no per-run tuning) and compared with the figure its paper reports:
@@ -39,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from solvers.corpus import METRICS, Corpus, Run, Source, load_corpus
 from solvers.document_text import load_yaml
 from solvers.entry import solve
 from solvers.ledger import compute_ledger, ledger_inputs_with_defaults
@@ -49,6 +53,8 @@ EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
 _MEGASCALE = "Jiang et al., MegaScale (NSDI'24), Table 2"
 _LLAMA3 = "Dubey et al., The Llama 3 Herd of Models (2024), Table 4"
 _DSV3 = "DeepSeek-V3 ISCA'25 Table 4 (measured)"
+_BLOOM = "BigScience, BLOOM (2022) §3.5: 156 TFLOP/s per A100 with activation checkpointing"
+_OPT = "Zhang et al., OPT (2022) §2.4: up to 147 TFLOP/s per A100"
 _SC21 = "Narayanan et al., Megatron-LM SC'21, Table 1 (TFLOP/s per GPU incl. recompute / 312)"
 
 
@@ -97,16 +103,66 @@ CASES: tuple[Case, ...] = (
         "bloom-176b-384xa100.yaml",
         "hfu",
         156.0 / 312.0,
-        "BigScience, BLOOM (2022) §3.5: 156 TFLOP/s per A100 with activation checkpointing",
+        _BLOOM,
     ),
     Case(
         "OPT-175B, 992 A100",
         "opt-175b-992xa100.yaml",
         "hfu",
         147.0 / 312.0,
-        "Zhang et al., OPT (2022) §2.4: up to 147 TFLOP/s per A100",
+        _OPT,
     ),
 )
+
+
+_LEGACY_SOURCES: dict[str, tuple[str, str, str]] = {
+    _MEGASCALE: ("megascale-2024", "Jiang et al., MegaScale, NSDI 2024", "https://arxiv.org/abs/2402.15627"),
+    _LLAMA3: (
+        "llama3-2024",
+        "Dubey et al., The Llama 3 Herd of Models, 2024",
+        "https://arxiv.org/abs/2407.21783",
+    ),
+    _DSV3: ("deepseek-v3-isca-2025", "Insights into DeepSeek-V3, ISCA 2025", ""),
+    _SC21: ("megatron-sc21", "Narayanan et al., Megatron-LM, SC 2021", "https://arxiv.org/abs/2104.04473"),
+    _BLOOM: ("bloom-2022", "BigScience, BLOOM, 2022", "https://arxiv.org/abs/2211.05100"),
+    _OPT: ("opt-2022", "Zhang et al., OPT: Open Pre-trained Transformer Language Models, 2022", ""),
+}
+
+
+def builtin_corpus() -> Corpus:
+    """The published cases above as a corpus (one source per paper), for use while ``corpus/`` is empty.
+
+    Only the metrics of the corpus format are kept (the DeepSeek-V3 bubble row is a step component, not a
+    headline figure). Example: 21 runs from 6 sources.
+    """
+    sources: dict[str, Source] = {}
+    runs: list[Run] = []
+    for case in CASES:
+        if case.metric not in METRICS:
+            continue
+        sid, title, url = _LEGACY_SOURCES[case.source]
+        sources.setdefault(sid, Source(id=sid, title=title, url=url or "see title", kind="paper"))
+        runs.append(
+            Run(
+                id=f"{sid}-{case.example.removesuffix('.yaml')}-{case.metric}",
+                source=sid,
+                where=case.source,
+                quote=case.case,
+                metric=case.metric,
+                published=case.published,
+                flop_convention=case.source,
+                notes=f"examples/{case.example}",
+                scenario=load_example(case.example),
+                example=case.example,
+            )
+        )
+    return Corpus(sources=tuple(sources.values()), runs=tuple(runs))
+
+
+def validation_corpus() -> Corpus:
+    """``corpus/*.yaml`` when it holds runs, else ``builtin_corpus()``."""
+    corpus = load_corpus()
+    return corpus if corpus.runs else builtin_corpus()
 
 
 def load_example(name: str) -> Any:

@@ -156,6 +156,39 @@ class OverlapSpec:
 
 
 @dataclass(frozen=True)
+class EffectsSpec:
+    """The step-model effects of ``solvers.effects``, each with its switch, and their fitted constants.
+
+    The default (every switch off) is the engine before the effects: a ``TrainingSpec`` built without this
+    field gives the same numbers as before they existed. A scenario document turns them on by default
+    (``training.efficiency.effects.<name>``), with the constants of ``solvers.catalog.fitted``.
+    """
+
+    matrix_shape: bool = False
+    stragglers: bool = False
+    moe_overhead: bool = False
+    pipeline_ends: bool = False
+    context_parallel: bool = False
+    attention_core: bool = False
+    shape_half_dim: float = 0.0  # GEMM dimension at which the saturating curve reaches half its plateau
+    jitter: float = 0.0  # relative standard deviation of one rank's step time (straggler term)
+    moe_skew: float = 0.0  # busiest expert rank's load over the mean, minus one
+    fp8_rate_factor: float = 0.0  # share of the FP8 peak at the BF16 efficiency; 0 = the hand calibration's
+    attention_rate_factor: float = 1.0  # attention core's rate (PaLM-counted FLOPs) over the large-GEMM rate
+
+    @property
+    def any_on(self) -> bool:
+        return (
+            self.matrix_shape
+            or self.stragglers
+            or self.moe_overhead
+            or self.pipeline_ends
+            or self.context_parallel
+            or self.attention_core
+        )
+
+
+@dataclass(frozen=True)
 class TrainingSpec:
     seq_len: int
     global_batch_tokens: int
@@ -168,6 +201,7 @@ class TrainingSpec:
     # and read again when recomputed), as in Megatron-LM before 2023. None means unspecified and is read as
     # True, the scenario document's default (``training.fused_attention``).
     fused_attention: bool | None = True
+    effects: EffectsSpec = field(default_factory=EffectsSpec)
 
 
 @dataclass(frozen=True)

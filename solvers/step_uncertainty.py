@@ -15,9 +15,9 @@ A run whose paper gives an MFU-like figure has r = ln(predicted / published) (th
 proportional to MFU at fixed FLOPs per step); one that gives a step time has r = ln(published / predicted).
 One residual per run: its step time where published, else its first MFU-like figure.
 
-``python -m solvers.fit_step_uncertainty [--write]`` fits the file from the rows of ``python -m solvers
-validate`` with ``fit`` and prints it; ``--write`` writes it. Those rows are in sample (the default calibration
-was set on them), which ``held_out: false`` says; a held-out fit writes the same format.
+``python -m solvers fit`` writes the file with ``fit`` from the held-out residuals of leave-one-source-out
+cross-validation over the corpus (``solvers.validation.fit_documents``), and says so with ``held_out: true``;
+residuals fitted in sample would understate the error on a new run, and the flag tells a reader which it is.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,21 +62,6 @@ def read(path: Path = PATH) -> dict[str, tuple[float, float]]:
 def read_held_out(path: Path = PATH) -> bool:
     """Whether the file's residuals are held out (True) or in sample (False, or no ``held_out`` key)."""
     return bool(json.loads(path.read_text(encoding="utf-8")).get("held_out", False))
-
-
-def residuals(rows: Iterable[Mapping[str, Any]]) -> dict[str, float]:
-    """One residual ln(actual / predicted step_s) per example, from ``solvers.published.step_rows`` rows."""
-    by_example: dict[str, float] = {}
-    timed: set[str] = set()
-    for row in rows:
-        example, metric = str(row["example"]), str(row["metric"])
-        predicted, published = float(row["predicted"]), float(row["published"])
-        if metric == "step_s":
-            by_example[example] = math.log(published / predicted)
-            timed.add(example)
-        elif metric in _MFU_METRICS and example not in by_example and example not in timed:
-            by_example[example] = math.log(predicted / published)
-    return by_example
 
 
 def fit(

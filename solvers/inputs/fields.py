@@ -133,6 +133,39 @@ def _overlap(dim: str) -> Field:
     )
 
 
+# The step effects of solvers.effects (docs/CONVENTIONS.md "Step effects"); false turns one off, and with all
+# of them off the engine is the hand-calibrated model of solvers.catalog.calibration.
+_EFFECTS: tuple[tuple[str, str], ...] = (
+    (
+        "matrix_shape",
+        "tile quantisation and a saturating curve in the narrowest GEMM dimension (NVIDIA, Matrix "
+        "Multiplication Background User's Guide, ch. 3); half-rate dimension fitted (solvers.catalog.fitted)",
+    ),
+    (
+        "stragglers",
+        "the step waits for the slowest of N ranks: 1 + sigma sqrt(2 ln N) (extreme-value bound; Dean & "
+        "Barroso, The Tail at Scale, CACM 2013); sigma fitted (solvers.catalog.fitted)",
+    ),
+    (
+        "moe_overhead",
+        "MoE token permutation (8 HBM passes over the routed copies, Megatron-Core token dispatcher) and the "
+        "busiest expert rank's load skew (fitted, solvers.catalog.fitted)",
+    ),
+    (
+        "pipeline_ends",
+        "the output layer runs on the last stage, which a stage planner rebalances (Llama 3 §3.3.2)",
+    ),
+    (
+        "context_parallel",
+        "the attention core runs on s/cp blocks at the matrix-shape curve (ring attention, Liu et al. 2023)",
+    ),
+    (
+        "attention_core",
+        "the attention core (QK^T, softmax, AV) runs at its own rate, a fitted factor of the large-GEMM rate "
+        "(FlashAttention kernels reach a different share of peak than GEMMs; Dao 2023, FlashAttention-2)",
+    ),
+)
+
 _SEED000 = "seed 000 §3 (mlsysim 0.1.2 ReliabilityModel defaults)"
 _TEXT = 200
 
@@ -472,6 +505,8 @@ FIELDS += (
     _num("training.efficiency.compute", 0, 1, "fraction", excl=True, nullable=True),
     _obj("training.efficiency.overlap"),
     *(_overlap(dim) for dim in ("tp", "cp", "pp", "dp", "ep")),
+    _obj("training.efficiency.effects"),
+    *(_flag(f"training.efficiency.effects.{name}", default=True, source=source) for name, source in _EFFECTS),
     _obj("training.checkpoint"),
     _num(
         "training.checkpoint.interval_h",

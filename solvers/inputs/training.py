@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from solvers.catalog.fitted import CONSTANTS as FITTED_CONSTANTS
+from solvers.catalog.fitted import FITTED_SOURCE, fitted_constant, fitted_efficiency
 from solvers.inputs import fields
 from solvers.inputs.fields import MAX_GPUS
 from solvers.inputs.layout import parse_layout
@@ -25,6 +27,7 @@ from solvers.specs import (
     PRECISIONS,
     AcceleratorSpec,
     ClusterSpec,
+    EffectsSpec,
     LinkSpec,
     ModelSpec,
     OverlapSpec,
@@ -37,6 +40,21 @@ PATH = "training"
 # (Brown et al. 2020, Table 2.1) and Llama 3's first stage (4M, Llama 3 §3.4.1).
 DEFAULT_BATCH_TOKENS = 4_194_304
 DEFAULT_SEQ_LEN = 4096
+
+
+_CONSTANT_UNITS = {
+    "shape_half_dim": "rows",
+    "jitter": "fraction",
+    "moe_skew": "fraction",
+    "fp8_rate_factor": "fraction",
+    "attention_rate_factor": "ratio",
+}
+
+
+def _given_accelerator_efficiency(r: Reader) -> bool:
+    """Whether the scenario itself set ``cluster.accelerator.compute_efficiency`` (then it wins)."""
+    key = "cluster.accelerator.compute_efficiency"
+    return any(a.key == key and a.source == SCENARIO for a in r.assumptions)
 
 
 def parse_training(
@@ -62,6 +80,10 @@ def parse_training(
     ov_path = join(eff_path, "overlap")
     ov_given = r.section(eff.get("overlap") or {}, ov_path) or {}
     overlap_nums = read_numbers(r, ov_given, ov_path)
+    fx_path = join(eff_path, "effects")
+    fx_given = r.section(eff.get("effects") or {}, fx_path) or {}
+    fx_flags: dict[str, Any] = {}
+    read_choices(r, fx_given, fx_path, fx_flags)
     ck_path = join(path, "checkpoint")
     ck_given = r.section(given.get("checkpoint") or {}, ck_path) or {}
     ck_nums = read_numbers(r, ck_given, ck_path)
@@ -147,8 +169,32 @@ def parse_training(
     r.note(join(path, "global_batch_seqs"), batch_seqs, "sequences", batch_src)
     r.note(join(path, "global_batch_tokens"), batch_seqs * seq_len, "tokens", batch_src)
 
+    switches = {name: bool(table_default(r, fx_path, name, fx_flags)) for name in fields.TABLE.keys(fx_path)}
+    any_on = any(switches.values())
+    # With every effect off the constants keep their neutral values: the hand calibration, unchanged.
+    fitted = {name: fitted_constant(name) for name in FITTED_CONSTANTS} if any_on else {}
+    effects = EffectsSpec(
+        matrix_shape=switches["matrix_shape"],
+        stragglers=switches["stragglers"],
+        moe_overhead=switches["moe_overhead"],
+        pipeline_ends=switches["pipeline_ends"],
+        context_parallel=switches["context_parallel"],
+        attention_core=switches["attention_core"],
+        shape_half_dim=fitted.get("shape_half_dim", 0.0),
+        jitter=fitted.get("jitter", 0.0),
+        moe_skew=fitted.get("moe_skew", 0.0),
+        fp8_rate_factor=fitted.get("fp8_rate_factor", 0.0),
+        attention_rate_factor=fitted.get("attention_rate_factor", 1.0),
+    )
+    for name, value in fitted.items():
+        # The effects' fitted constants are inputs of every step figure: listed like any default.
+        r.note(join(fx_path, name), value, _CONSTANT_UNITS.get(name, ""), FITTED_SOURCE)
     if compute_eff is not None:
         efficiency, eff_src = compute_eff, SCENARIO
+    elif effects.any_on and not _given_accelerator_efficiency(r):
+        # The fitted large-GEMM plateau: the effects model the losses the hand calibration absorbs.
+        efficiency = fitted_efficiency(cluster.accelerator.name, cluster.accelerator.compute_efficiency)
+        eff_src = FITTED_SOURCE
     else:
         efficiency = cluster.accelerator.compute_efficiency
         eff_src = "cluster.accelerator.compute_efficiency"
@@ -170,6 +216,7 @@ def parse_training(
         compute_efficiency=efficiency,
         overlap=OverlapSpec(**overlap),
         fused_attention=fused_attention,
+        effects=effects,
     )
     doc = {
         "seq_len": seq_len,
@@ -179,7 +226,7 @@ def parse_training(
         "optimizer": optimizer,
         "fused_attention": fused_attention,
         "layout": "auto" if auto else dict(layouts[0]),
-        "efficiency": {"compute": efficiency, "overlap": overlap},
+        "efficiency": {"compute": efficiency, "overlap": overlap, "effects": switches},
         "checkpoint": checkpoint,
     }
     ledger = {

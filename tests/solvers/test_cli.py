@@ -121,10 +121,11 @@ def test_catalog_json_and_text() -> None:
 def test_validate_prints_the_table() -> None:
     proc = run("validate")
     assert proc.returncode == 0, proc.stderr
-    assert "MegaScale 175B, 12,288 A100, MegaScale" in proc.stdout
-    assert "mean |error|" in proc.stdout
+    assert proc.stdout.startswith("HELD OUT (leave one source out): MFU mean |error|")
+    assert "12288" in proc.stdout and "in sample" in proc.stdout
     data = json.loads(run("validate", "--json").stdout)
-    assert data["summary"]["mfu_rows"] >= 15
+    assert data["summary"]["runs"] >= 15
+    assert {"in_sample", "held_out", "legacy", "legacy_held_out"} <= set(data["runs"][0])
 
 
 def test_unknown_subcommand_exits_2() -> None:

@@ -22,7 +22,7 @@ from solvers.catalog.uncertainty import DISTRIBUTIONS, SPREADS, p10_p90_sigma
 from solvers.ledger_inputs import FIELD_PATHS, LedgerInputs
 from solvers.published import load_example
 from solvers.search.document import search_document
-from solvers.step_uncertainty import CLASSES, MIN_RUNS, PATH, fit, read, residuals, step_class
+from solvers.step_uncertainty import CLASSES, MIN_RUNS, PATH, fit, read, step_class
 from tests.profiles import examples
 
 HEADLINE = (
@@ -241,17 +241,6 @@ def test_classes_and_pooling() -> None:
     assert small["sigma"] == pytest.approx(np.std([0.0, 0.1, -0.1, 0.05, -0.05], ddof=1))
     moe = document["classes"]["moe/large"]
     assert moe["n"] == 1 and moe["pooled_from"] == list(CLASSES) and moe["n_pooled"] == 6
-
-
-def test_residuals_take_one_figure_per_run_and_prefer_the_step_time() -> None:
-    rows = [
-        {"example": "a.yaml", "metric": "mfu", "predicted": 0.5, "published": 0.4},
-        {"example": "b.yaml", "metric": "mfu_bf16", "predicted": 0.4, "published": 0.5},
-        {"example": "b.yaml", "metric": "step_s", "predicted": 10.0, "published": 12.0},
-        {"example": "b.yaml", "metric": "bubble_s", "predicted": 1.0, "published": 2.0},
-    ]
-    out = residuals(rows)
-    assert out == {"a.yaml": pytest.approx(math.log(0.5 / 0.4)), "b.yaml": pytest.approx(math.log(1.2))}
 
 
 def test_reports_with_and_without_ranges_follow_the_report_schema() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from solvers.engine import StepColumns, check_layouts, evaluate, evaluate_one, layout_rule_codes
 from solvers.layout import Layout
-from solvers.specs import ClusterSpec, LayoutBatch, ModelSpec, OverlapSpec, TrainingSpec
+from solvers.specs import ClusterSpec, EffectsSpec, LayoutBatch, ModelSpec, OverlapSpec, TrainingSpec
 from tests.solvers.test_engine import DEEPSEEK_V3, LLAMA3_405B, catalog_cluster, training
 
 LAYOUT_FIELDS = tuple(f.name for f in fields(LayoutBatch))
@@ -78,10 +78,26 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
         overlap=OverlapSpec(pp=0.9, dp=0.9, ep=0.7),
     )
     unfused = dataclasses.replace(llama_tr, fused_attention=False)
+    # Every step effect on, with non-trivial constants (solvers.effects): the same one-code-path rule holds.
+    effects = EffectsSpec(
+        matrix_shape=True,
+        stragglers=True,
+        moe_overhead=True,
+        pipeline_ends=True,
+        context_parallel=True,
+        attention_core=True,
+        shape_half_dim=100.0,
+        jitter=0.01,
+        moe_skew=0.2,
+        fp8_rate_factor=0.65,
+        attention_rate_factor=0.6,
+    )
     return [
         ("llama3-405b-unfused", LLAMA3_405B, llama_cluster, unfused),
         ("deepseek-v3", DEEPSEEK_V3, ds_cluster, ds_tr),
         ("llama3-405b-fused", LLAMA3_405B, llama_cluster, llama_tr),
+        ("llama3-405b-effects", LLAMA3_405B, llama_cluster, dataclasses.replace(llama_tr, effects=effects)),
+        ("deepseek-v3-effects", DEEPSEEK_V3, ds_cluster, dataclasses.replace(ds_tr, effects=effects)),
     ]
 
 

@@ -1,0 +1,83 @@
+"""The fitted calibration of the step effects: read from ``fitted_calibration.json``, written by the fit.
+
+``python -m solvers fit`` (``solvers.fit``) fits these constants to the validation corpus (``corpus/``, or the
+built-in published cases of ``solvers.published`` while it is empty) and records the corpus hash, the date and
+the bounds of each constant in the file; nothing here is set by hand. The constants apply only when the step
+effects are on (``training.efficiency.effects``); with every effect off the engine uses the hand calibration
+of ``solvers.catalog.calibration`` unchanged.
+
+``compute_efficiency`` by family is the large-GEMM plateau (the share of the dense peak a GEMM reaches once the
+matrix-shape, straggler, MoE and pipeline-end losses are modelled), so it is higher than the hand calibration,
+which absorbs those losses.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from solvers.catalog.accelerators import ACCELERATORS
+
+FITTED_FILE = Path(__file__).resolve().parent / "fitted_calibration.json"
+
+FAMILY: dict[str, str] = {
+    "a100-sxm-40gb": "ampere",
+    "a100-sxm-80gb": "ampere",
+    "h100-sxm": "hopper",
+    "h800-sxm": "hopper",
+    "h200-sxm": "hopper",
+    "b200": "blackwell",
+    "gb200": "blackwell",
+}
+"""Accelerator -> calibration family (a family without a fitted figure takes Hopper's)."""
+
+FAMILY_BY_NAME: dict[str, str] = {
+    str(ACCELERATORS[key]["name"]): family for key, family in FAMILY.items() if key in ACCELERATORS
+}
+"""The same by the accelerator's display name (what a resolved ``AcceleratorSpec`` carries)."""
+
+CONSTANTS: tuple[str, ...] = (
+    "shape_half_dim",
+    "jitter",
+    "moe_skew",
+    "fp8_rate_factor",
+    "attention_rate_factor",
+)
+
+
+def _load() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(FITTED_FILE.read_text(encoding="utf-8"))
+    return data
+
+
+FITTED: dict[str, Any] = _load()
+"""The file's content: ``constants``, ``compute_efficiency`` by family, ``bounds``, ``corpus_sha256``, ``date``."""
+
+FITTED_SOURCE = (
+    f"fitted by `python -m solvers fit` to the validation corpus (sha256 {str(FITTED.get('corpus_sha256', ''))[:12]}, "
+    f"{FITTED.get('date', '')}); solvers/catalog/fitted_calibration.json"
+)
+
+
+def fitted_constant(name: str) -> float:
+    """One fitted effect constant (``shape_half_dim``, ``jitter``, ``moe_skew``, ``fp8_rate_factor``)."""
+    return float(FITTED["constants"][name])
+
+
+def family_of(accelerator: str) -> str | None:
+    """The calibration family of a catalog key or display name; None for any other accelerator."""
+    return FAMILY.get(accelerator) or FAMILY_BY_NAME.get(accelerator)
+
+
+def fitted_efficiency(accelerator: str, legacy: float) -> float:
+    """The fitted large-GEMM efficiency of ``accelerator``'s family; an accelerator of no fitted family (an
+    MI300X, a custom one) keeps ``legacy``, its hand-calibrated or given value.
+
+    Example: an H800 -> the Hopper family's figure; an MI300X -> 0.42 unchanged.
+    """
+    family = FAMILY.get(accelerator) or FAMILY_BY_NAME.get(accelerator)
+    table = FITTED["compute_efficiency"]
+    if family is not None:
+        return float(table.get(family, table["hopper"]))
+    return legacy

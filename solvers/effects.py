@@ -1,0 +1,106 @@
+"""Step-model effects beyond the roofline: matrix shape, stragglers, MoE overhead, pipeline ends, context parallel.
+
+Each effect has a switch (``training.efficiency.effects.<name>``, on by default in a scenario document; off in
+a bare ``EffectsSpec``) and its free constants come from ``solvers.catalog.fitted`` (``python -m solvers
+fit``). Every function takes python scalars or numpy arrays (one entry per layout) and broadcasts, like
+``solvers.compute``. The conventions, with their sources, are in ``docs/CONVENTIONS.md`` ("Step effects").
+
+* ``matrix_shape``: a GEMM's achieved share of the large-GEMM rate is ``tile(M) tile(N) tile(K) x
+  d / (d + d_half)`` with ``d = min(M, N, K)``: tile quantisation (a dimension is padded to whole 128-wide
+  tiles; NVIDIA, "Matrix Multiplication Background User's Guide", §3.1 Tile Quantization) times a saturating
+  curve in the narrowest dimension (small GEMMs cannot fill the SMs nor hide their load latency; same guide
+  §3.2 and §2.3). ``d_half`` is fitted.
+* ``stragglers``: every step ends in collectives, so it waits for the slowest of N ranks. With rank times of
+  relative standard deviation ``sigma`` the expected maximum of N is ``1 + sigma sqrt(2 ln N)`` (the
+  extreme-value bound for N normal variables; Dean & Barroso, "The Tail at Scale", CACM 2013, for the
+  mechanism). ``sigma`` is fitted.
+* ``moe_overhead``: tokens are permuted into expert order before the grouped GEMM and back after it, one read
+  and one write of ``top_k`` copies of each token's hidden vector per permutation, forward and backward
+  (8 HBM passes; Megatron-Core's token dispatcher); the busiest expert rank carries ``1 + skew`` times the mean
+  load (routing is never perfectly balanced; DeepSeek-V3 §2.1.2), which stretches the expert GEMMs and the
+  all-to-all. ``skew`` is fitted.
+* ``pipeline_ends``: the output layer (``6 h V`` FLOPs per token, forward and backward) runs on the last stage
+  only. A stage planner moves layers away from it (Llama 3 §3.3.2, Megatron-LM's
+  ``account_for_loss_in_pipeline_split``), so the busiest stage holds ``max(ceil(L/p), (L+e)/p, e)`` layer
+  equivalents with ``e = 6 h V / w`` (``w`` one layer's FLOPs per token) instead of spreading it evenly.
+* ``context_parallel``: with CP each attention call works on blocks of ``s / cp`` tokens (ring attention,
+  Liu et al. 2023); the attention core runs at the ``matrix_shape`` curve of that block length.
+"""
+
+from __future__ import annotations
+
+import math
+
+from solvers.compute import Num, maximum, minimum, where
+
+TILE = 128.0
+"""Tile width of the tensor-core GEMM kernels (cuBLAS/CUTLASS tiles are 64-256 wide; NVIDIA Matrix
+Multiplication Background §2.3); dimensions are padded to multiples of it."""
+
+PERMUTE_HBM_PASSES = 8.0
+"""Permutation and un-permutation each read and write every routed token copy once in the forward pass and
+again in the backward pass: 2 x 2 x 2 = 8 passes over ``tokens x top_k x h`` elements."""
+
+
+def tile_fill(d: Num) -> Num:
+    """Useful share of a dimension padded to whole tiles: ``d / (128 ceil(d / 128))``. Example: 6,656 -> 1.0,
+    200 -> 0.78."""
+    d = maximum(d, 1.0)
+    return d / (TILE * -(-d // TILE))
+
+
+def saturation(d: Num, half: float) -> Num:
+    """``d / (d + d_half)``: the share of the plateau rate a GEMM whose narrowest dimension is ``d`` reaches.
+    Example: d = 1,024, d_half = 64 -> 0.94."""
+    return d / (d + half)
+
+
+def gemm_shape_factor(*, rows: Num, cols: Num, inner: Num, half: float) -> Num:
+    """Achieved share of the large-GEMM rate for an ``(rows x inner) @ (inner x cols)`` GEMM (module docstring).
+
+    Example: 8,192 tokens, N = 6,656, K = 16,384, d_half = 64: 1 x 1 x 1 x 6,656 / 6,720 = 0.990.
+    """
+    narrow = minimum(minimum(rows, cols), inner)
+    return tile_fill(rows) * tile_fill(cols) * tile_fill(inner) * saturation(narrow, half)
+
+
+def dense_shape_factor(
+    *, rows: Num, hidden: float, ffn: float, tp: Num, mlp_matrices: int, half: float
+) -> Num:
+    """Time-weighted shape factor of a dense layer: the attention projections (``4 h^2`` weights, ``N = h/tp``)
+    and the MLP (``matrices x h x ffn`` weights, ``N = ffn/tp``) in proportion to their FLOPs."""
+    attn_w = 4.0 * hidden * hidden
+    mlp_w = mlp_matrices * hidden * ffn
+    f_attn = gemm_shape_factor(rows=rows, cols=hidden / tp, inner=hidden, half=half)
+    f_mlp = gemm_shape_factor(rows=rows, cols=ffn / tp, inner=hidden, half=half)
+    return (attn_w + mlp_w) / (attn_w / f_attn + mlp_w / f_mlp)
+
+
+def straggler_factor(*, ranks: int, jitter: float) -> float:
+    """``1 + sigma sqrt(2 ln N)``: the expected slowest of N ranks. Example: N = 16,384, sigma = 0.01 -> 1.044."""
+    if ranks <= 1:
+        return 1.0
+    return 1.0 + jitter * math.sqrt(2.0 * math.log(ranks))
+
+
+def pipeline_ends_factor(*, layers: int, pp: Num, output_layer_share: float) -> Num:
+    """Busiest stage's real work over the even spread's (``ceil(L/p)/L`` of everything), output layer on the
+    last stage. ``output_layer_share`` is ``6 h V`` over the FLOPs per token. pp = 1 -> 1.0 exactly.
+
+    Example: Llama 3 8B (L = 32, 6 h V / flops = 0.07), p = 4: e = 2.4 layer equivalents; busiest
+    max(8, 8.6, 2.4) = 8.6 against 8 x 34.4 / 32 = 8.6 -> 1.0; p = 16: max(2, 2.15, 2.4) = 2.4 against 2.15
+    -> 1.12.
+    """
+    share = min(max(output_layer_share, 0.0), 0.9)
+    e = share * layers / (1.0 - share)
+    busiest_layers = -(-layers // pp)
+    even = busiest_layers * (layers + e) / layers
+    planned = maximum(maximum(busiest_layers * 1.0, (layers + e) / pp), e)
+    return where(pp > 1, planned / even, 1.0)
+
+
+def permutation_bytes(
+    *, tokens: Num, top_k: int, hidden: float, element_bytes: float, moe_layers: Num
+) -> Num:
+    """HBM bytes of the MoE token permutation on one GPU: ``8 x tokens x top_k x h x bytes x MoE layers``."""
+    return PERMUTE_HBM_PASSES * tokens * top_k * hidden * element_bytes * moe_layers

@@ -1,0 +1,313 @@
+"""Predicted vs published runs of the validation corpus, in sample and held out (``python -m solvers validate``).
+
+For every run of the corpus (``solvers.corpus``; the built-in cases of ``solvers.published`` while ``corpus/`` is
+empty) four predictions are compared with the published figure, in MFU points (a time or a throughput becomes
+the MFU it implies, ``solvers.fit.compare``):
+
+* ``in_sample``: the solver's defaults, i.e. the step effects on with the constants of
+  ``solvers/catalog/fitted_calibration.json`` (fitted to the whole corpus);
+* ``held_out``: the same model with the constants refitted without the run's source (leave one source out).
+  This is the headline figure;
+* ``legacy`` and ``legacy_held_out``: every effect off, with the hand calibration of
+  ``solvers.catalog.calibration``, and with only its efficiencies refitted without the source.
+
+Strong-scaling series: the sign of the slope of MFU against log(GPUs), published vs held-out predicted.
+Ablations (one model on one cluster, layouts vary): Kendall's tau between the published and the held-out
+predicted throughputs (tokens/s), and whether the published best is within 3% of the predicted best (its
+predicted throughput at least 0.97 of the highest). Targets (issue 13): held-out mean |error| <= 3 points, every run within 8, every slope
+sign right, every tau >= 0.8 with the published best within 3%.
+
+Example: ``validation_document()["summary"]["held_out_mean_abs_points"]``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import statistics
+from typing import Any
+
+import numpy as np
+
+from solvers.catalog.fitted import FITTED
+from solvers.corpus import MFU_METRICS, Corpus, corpus_hash
+from solvers.fit import (
+    BOUNDS,
+    EFFECT_CONSTANTS,
+    FAMILIES,
+    Prepared,
+    compare,
+    fit,
+    held_out,
+    legacy_params,
+    predict_row,
+    prepare,
+)
+from solvers.published import ledger_rows, validation_corpus
+from solvers.step_uncertainty import fit as fit_uncertainty
+from solvers.step_uncertainty import step_class
+
+TARGET_MEAN_POINTS = 3.0
+TARGET_MAX_POINTS = 8.0
+TARGET_TAU = 0.8
+TARGET_BEST_WITHIN = 0.03
+
+
+def catalog_params() -> dict[str, float]:
+    """The constants the solver uses by default (``fitted_calibration.json``) in ``solvers.fit`` form."""
+    constants = FITTED["constants"]
+    efficiency = FITTED["compute_efficiency"]
+    out = {f"eff_{family}": float(efficiency.get(family, efficiency["hopper"])) for family in FAMILIES}
+    out.update({name: float(constants[name]) for name in EFFECT_CONSTANTS})
+    return out
+
+
+def _native(p: Prepared, row: dict[str, Any]) -> float:
+    metric = p.run.metric
+    return float(row[metric] if metric in MFU_METRICS or metric in ("step_s", "tokens_per_s") else row["mfu"])
+
+
+def kendall_tau(a: list[float], b: list[float]) -> float:
+    """Kendall's tau-a of two rankings: (concordant - discordant) pairs over all pairs. Example: [1,2,3] vs
+    [1,3,2] -> (2 - 1) / 3 = 0.33."""
+    n = len(a)
+    if n < 2:
+        return 1.0
+    score = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            score += int(np.sign(a[i] - a[j]) * np.sign(b[i] - b[j]))
+    return score / (n * (n - 1) / 2)
+
+
+def _slope(gpus: list[int], values: list[float]) -> float:
+    x = np.log(np.array(gpus, dtype=float))
+    return float(np.polyfit(x, np.array(values), 1)[0]) if len(set(gpus)) > 1 else 0.0
+
+
+def _mean_abs(values: list[float]) -> float:
+    return statistics.fmean(abs(v) for v in values) if values else 0.0
+
+
+def validation_document(corpus: Corpus | None = None) -> dict[str, Any]:
+    """``{"summary", "sources", "runs", "series", "ablations", "targets", "ledger_rows"}`` (module docstring)."""
+    corpus = validation_corpus() if corpus is None else corpus
+    prepared = prepare(corpus)
+    legacy = prepare(corpus, effects=False)
+    params = catalog_params()
+    in_rows = [predict_row(p, params) for p in prepared]
+    held_rows, by_source = held_out(prepared)
+    legacy_rows = [predict_row(p, legacy_params()) for p in legacy]
+    legacy_held_rows, _ = held_out(legacy, effects=False)
+
+    runs: list[dict[str, Any]] = []
+    for i, p in enumerate(prepared):
+        cols: dict[str, Any] = {}
+        for name, row in (
+            ("in_sample", in_rows[i]),
+            ("held_out", held_rows[i]),
+            ("legacy", legacy_rows[i]),
+            ("legacy_held_out", legacy_held_rows[i]),
+        ):
+            predicted, published, log_ratio = compare(p, row)
+            cols[name] = {
+                "predicted": _native(p, row),
+                # throughput, the ranking basis of an ablation: actual step = predicted step x e^log_ratio
+                "tokens_per_s_predicted": float(row["tokens_per_s"]),
+                "tokens_per_s_published": float(row["tokens_per_s"]) / math.exp(log_ratio),
+                "mfu_predicted": predicted,
+                "mfu_published": published,
+                "error_points": (predicted - published) * 100.0,
+                "log_ratio": log_ratio,
+            }
+        runs.append(
+            {
+                "id": p.run.id,
+                "source": p.run.source,
+                "metric": p.run.metric,
+                "published": p.run.published,
+                "gpus": p.gpus,
+                "moe": p.is_moe,
+                "series": p.run.series,
+                "series_kind": p.run.series_kind,
+                "ablation": p.run.ablation,
+                **cols,
+            }
+        )
+
+    def errors(col: str, source: str | None = None) -> list[float]:
+        return [r[col]["error_points"] for r in runs if source is None or r["source"] == source]
+
+    sources = []
+    for source in corpus.source_ids():
+        if not any(r["source"] == source for r in runs):
+            continue
+        sources.append(
+            {
+                "source": source,
+                "runs": sum(1 for r in runs if r["source"] == source),
+                "in_sample_mean_abs_points": _mean_abs(errors("in_sample", source)),
+                "held_out_mean_abs_points": _mean_abs(errors("held_out", source)),
+                "held_out_max_abs_points": max(abs(e) for e in errors("held_out", source)),
+                "legacy_mean_abs_points": _mean_abs(errors("legacy", source)),
+                "legacy_held_out_mean_abs_points": _mean_abs(errors("legacy_held_out", source)),
+                "constants_without_source": by_source.get(source, {}),
+            }
+        )
+
+    series = []
+    for name in sorted({r["series"] for r in runs if r["series"] and r["series_kind"] == "strong"}):
+        members = sorted((r for r in runs if r["series"] == name), key=lambda r: r["gpus"])
+        gpus = [r["gpus"] for r in members]
+        published = _slope(gpus, [r["held_out"]["mfu_published"] for r in members])
+        predicted = _slope(gpus, [r["held_out"]["mfu_predicted"] for r in members])
+        series.append(
+            {
+                "series": name,
+                "gpus": gpus,
+                "published_slope": published,
+                "predicted_slope": predicted,
+                "sign_right": bool(np.sign(published) == np.sign(predicted)),
+            }
+        )
+
+    ablations = []
+    for name in sorted({r["ablation"] for r in runs if r["ablation"]}):
+        members = [r for r in runs if r["ablation"] == name]
+        # Ranked by throughput (tokens/s), which compares layouts, precisions and recompute policies alike.
+        pub = [r["held_out"]["tokens_per_s_published"] for r in members]
+        pred = [r["held_out"]["tokens_per_s_predicted"] for r in members]
+        best_published = int(np.argmax(pub))
+        within = pred[best_published] >= (1.0 - TARGET_BEST_WITHIN) * max(pred)
+        ablations.append(
+            {
+                "ablation": name,
+                "runs": [r["id"] for r in members],
+                "kendall_tau": kendall_tau(pub, pred),
+                "published_best": members[best_published]["id"],
+                "predicted_best": members[int(np.argmax(pred))]["id"],
+                "published_best_within_3pct": bool(within),
+            }
+        )
+
+    held = errors("held_out")
+    summary = {
+        "runs": len(runs),
+        "sources": len(sources),
+        "held_out_mean_abs_points": _mean_abs(held),
+        "held_out_max_abs_points": max((abs(e) for e in held), default=0.0),
+        "held_out_within_8_points": sum(1 for e in held if abs(e) <= TARGET_MAX_POINTS),
+        "in_sample_mean_abs_points": _mean_abs(errors("in_sample")),
+        "legacy_mean_abs_points": _mean_abs(errors("legacy")),
+        "legacy_held_out_mean_abs_points": _mean_abs(errors("legacy_held_out")),
+        "fitted_constants": params,
+        "corpus_sha256": FITTED.get("corpus_sha256", ""),
+    }
+    targets = {
+        "held_out_mean_abs_le_3_points": summary["held_out_mean_abs_points"] <= TARGET_MEAN_POINTS,
+        "every_run_within_8_points": summary["held_out_within_8_points"] == len(runs),
+        # None: the corpus holds no strong-scaling series (no ablation), so the target is not tested.
+        "every_strong_slope_sign_right": all(s["sign_right"] for s in series) if series else None,
+        "every_ablation_tau_ge_0_8_and_best_within_3pct": all(
+            a["kendall_tau"] >= TARGET_TAU and a["published_best_within_3pct"] for a in ablations
+        )
+        if ablations
+        else None,
+    }
+    return {
+        "summary": summary,
+        "targets": targets,
+        "sources": sources,
+        "runs": runs,
+        "series": series,
+        "ablations": ablations,
+        "ledger_rows": ledger_rows(),
+    }
+
+
+def fit_documents(corpus: Corpus | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(fitted_calibration.json, step_uncertainty.json)`` contents: the constants fitted to the whole corpus,
+    and the held-out log ratios by class. Deterministic apart from the date."""
+    corpus = validation_corpus() if corpus is None else corpus
+    prepared = prepare(corpus)
+    params = fit(prepared)
+    held_rows, _ = held_out(prepared)
+    classified = [
+        (step_class(moe=p.is_moe, gpus=p.gpus), compare(p, row)[2])
+        for p, row in zip(prepared, held_rows, strict=True)
+    ]
+    calibration = {
+        "generated_by": "python -m solvers fit",
+        "corpus_sha256": corpus_hash(corpus),
+        "corpus_runs": len(corpus.runs),
+        "corpus_sources": len(corpus.sources),
+        "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
+        "constants": {name: params[name] for name in EFFECT_CONSTANTS},
+        "compute_efficiency": {family: params[f"eff_{family}"] for family in FAMILIES},
+        "bounds": {name: list(bound) for name, bound in BOUNDS.items()},
+    }
+    uncertainty = fit_uncertainty(
+        classified,
+        generated_by="python -m solvers fit",
+        convention="log(actual step_s / predicted step_s), held out by source",
+        held_out=True,
+    )
+    return calibration, uncertainty
+
+
+def format_validation(document: dict[str, Any]) -> str:
+    """The validation as plain text: the held-out headline first, then sources, runs, series, ablations."""
+    s = document["summary"]
+    lines = [
+        f"HELD OUT (leave one source out): MFU mean |error| {s['held_out_mean_abs_points']:.2f} points, max "
+        f"{s['held_out_max_abs_points']:.2f}, within 8 points {s['held_out_within_8_points']}/{s['runs']} "
+        f"({s['runs']} runs, {s['sources']} sources)",
+        f"in sample {s['in_sample_mean_abs_points']:.2f} points; without the effects (hand calibration) "
+        f"{s['legacy_mean_abs_points']:.2f} in sample, {s['legacy_held_out_mean_abs_points']:.2f} held out",
+        "targets: "
+        + ", ".join(
+            f"{k} {'not tested (none in the corpus)' if v is None else 'met' if v else 'NOT met'}"
+            for k, v in document["targets"].items()
+        ),
+        "",
+        f"{'source':<28} {'runs':>4} {'in-sample':>10} {'held-out':>9} {'max':>6} {'legacy':>7} {'leg.held':>9}",
+        "-" * 78,
+    ]
+    for src in document["sources"]:
+        lines.append(
+            f"{src['source']:<28} {src['runs']:>4} {src['in_sample_mean_abs_points']:>10.2f} "
+            f"{src['held_out_mean_abs_points']:>9.2f} {src['held_out_max_abs_points']:>6.2f} "
+            f"{src['legacy_mean_abs_points']:>7.2f} {src['legacy_held_out_mean_abs_points']:>9.2f}"
+        )
+    lines += [
+        "",
+        f"{'run':<52} {'metric':<8} {'published':>10} {'held-out':>10} {'err pts':>8} {'in-smp':>7}",
+        "-" * 99,
+    ]
+    for r in document["runs"]:
+        fmt = (lambda v: f"{v * 100:.1f}%") if r["metric"] in MFU_METRICS else (lambda v: f"{v:,.4g}")
+        lines.append(
+            f"{r['id'][:52]:<52} {r['metric']:<8} {fmt(r['published']):>10} {fmt(r['held_out']['predicted']):>10} "
+            f"{r['held_out']['error_points']:>+8.1f} {r['in_sample']['error_points']:>+7.1f}"
+        )
+    if document["series"]:
+        lines += ["", "strong-scaling series (slope of MFU per ln GPUs, held out)"]
+        for x in document["series"]:
+            lines.append(
+                f"  {x['series']}: GPUs {x['gpus'][0]:,}-{x['gpus'][-1]:,}, published {x['published_slope']:+.4f}, "
+                f"predicted {x['predicted_slope']:+.4f}, sign {'right' if x['sign_right'] else 'WRONG'}"
+            )
+    if document["ablations"]:
+        lines += ["", "ablations (held out)"]
+        for a in document["ablations"]:
+            lines.append(
+                f"  {a['ablation']}: Kendall tau {a['kendall_tau']:+.2f}, published best {a['published_best']}, "
+                f"predicted best {a['predicted_best']}, within 3%: {'yes' if a['published_best_within_3pct'] else 'NO'}"
+            )
+    if document["ledger_rows"]:
+        lines += ["", "reliability and schedule (Llama 3 405B, solvers.published)"]
+        for r in document["ledger_rows"]:
+            lines.append(
+                f"  {r['metric']}: predicted {r['predicted']:,.4g} vs published {r['published']:,.4g} {r['unit']}"
+            )
+    return "\n".join(lines)

@@ -1,0 +1,67 @@
+"""With every step effect switched off, every example gives the figures it gave before the effects existed.
+
+``golden/effects_off.json`` holds those figures (recorded from the golden file before the effects were added);
+the switches are ``training.efficiency.effects.<name>`` (``solvers.effects``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from solvers import solve
+from solvers.cli import load_yaml
+from solvers.inputs import fields
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDED = json.loads((Path(__file__).resolve().parent / "golden" / "effects_off.json").read_text("utf-8"))
+EFFECTS = fields.TABLE.keys("training.efficiency.effects")
+
+
+def all_off(document: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(document)
+    training = out.setdefault("training", {})
+    efficiency = training.setdefault("efficiency", None) or {}
+    training["efficiency"] = efficiency
+    efficiency["effects"] = {name: False for name in EFFECTS}
+    return out
+
+
+def test_the_switches_are_the_five_effects() -> None:
+    assert set(EFFECTS) == {
+        "matrix_shape",
+        "stragglers",
+        "moe_overhead",
+        "pipeline_ends",
+        "context_parallel",
+        "attention_core",
+    }
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED["reports"]))
+def test_effects_off_reproduce_the_recorded_figures(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``layout: auto`` chooses among every layout, as it did before the validated envelope existed
+    monkeypatch.setattr("solvers.entry.DEFAULT_WITHIN_VALIDATED", False)
+    document = load_yaml((ROOT / "examples" / f"{name}.yaml").read_text(encoding="utf-8"))
+    report = json.loads(json.dumps(solve(all_off(document)), allow_nan=False))
+    recorded = RECORDED["reports"][name]
+    for key, value in recorded.items():
+        assert report[key] == value, (name, key)
+
+
+@pytest.mark.parametrize("name", ["llama3-405b-16384", "deepseek-v3-2048xh800"])
+def test_each_loss_effect_lengthens_the_step(name: str) -> None:
+    document = load_yaml((ROOT / "examples" / f"{name}.yaml").read_text(encoding="utf-8"))
+    base = solve(all_off(document))["step"]["step_s"]
+    # pipeline_ends may also shorten a step: a planned split can beat the even spread's ceil(L/p) layers.
+    for effect in (e for e in EFFECTS if e != "pipeline_ends"):
+        one = all_off(document)
+        one["training"]["efficiency"]["effects"][effect] = True
+        one["training"]["efficiency"]["compute"] = solve(all_off(document))["scenario"]["training"][
+            "efficiency"
+        ]["compute"]
+        assert solve(one)["step"]["step_s"] >= base, effect  # every effect is a loss, never a gain

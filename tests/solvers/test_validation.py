@@ -1,0 +1,64 @@
+"""The fit and its validation (solvers.fit, solvers.validation): deterministic, bounded, honest formats."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from solvers.catalog.fitted import FITTED_FILE
+from solvers.corpus import Corpus
+from solvers.fit import BOUNDS, fit, held_out, prepare
+from solvers.published import validation_corpus
+from solvers.step_uncertainty import MIN_RUNS
+from solvers.validation import kendall_tau
+
+UNCERTAINTY = FITTED_FILE.parent / "step_uncertainty.json"
+
+
+@pytest.fixture(scope="module")
+def small() -> Corpus:
+    corpus = validation_corpus()
+    keep = corpus.source_ids()[:3]
+    return Corpus(
+        sources=tuple(s for s in corpus.sources if s.id in keep),
+        runs=tuple(r for r in corpus.runs if r.source in keep),
+    )
+
+
+def test_kendall_tau() -> None:
+    assert kendall_tau([1, 2, 3], [1, 2, 3]) == 1.0
+    assert kendall_tau([1, 2, 3], [3, 2, 1]) == -1.0
+    assert kendall_tau([1, 2, 3], [1, 3, 2]) == pytest.approx(1 / 3)
+
+
+def test_fit_is_deterministic_and_bounded(small: Corpus) -> None:
+    prepared = prepare(small)
+    first, second = fit(prepared, iterations=3), fit(prepared, iterations=3)
+    assert first == second
+    for name, (lo, hi) in BOUNDS.items():
+        assert lo <= first[name] <= hi, name
+
+
+def test_held_out_predicts_each_source_without_it(small: Corpus) -> None:
+    prepared = prepare(small)
+    rows, by_source = held_out(prepared)
+    assert len(rows) == len(prepared)
+    assert set(by_source) == {p.run.source for p in prepared}
+
+
+def test_the_written_files_have_the_agreed_format() -> None:
+    data = json.loads(Path(UNCERTAINTY).read_text(encoding="utf-8"))
+    assert data["generated_by"] == "python -m solvers fit"
+    assert data["convention"] == "log(actual step_s / predicted step_s), held out by source"
+    assert data["held_out"] is True
+    assert set(data["classes"]) == {"dense/small", "dense/large", "moe/small", "moe/large"}
+    for entry in data["classes"].values():
+        assert isinstance(entry["n"], int) and entry["sigma"] >= 0
+        assert ("pooled_from" in entry) == (entry["n"] < MIN_RUNS)
+    calibration = json.loads(FITTED_FILE.read_text(encoding="utf-8"))
+    assert calibration["corpus_sha256"] and calibration["date"]
+    for name, value in calibration["constants"].items():
+        lo, hi = BOUNDS[name]
+        assert lo <= value <= hi
