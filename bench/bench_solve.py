@@ -144,12 +144,15 @@ from solvers import ScenarioError, resolve
 from solvers import solve as _solve
 
 clock = time.process_time
+solve_resolved = solvers.solve_resolved
 if cfg.get("ranges"):
     solve = _solve
 else:  # point figures only, as mlsysim gives; a checkout without ranges has no switch and gives none
     import inspect
     has_switch = "ranges" in inspect.signature(_solve).parameters
     solve = (lambda doc: _solve(doc, ranges=False)) if has_switch else _solve
+    if has_switch:
+        solve_resolved = lambda held: solvers.solve_resolved(held, ranges=False)
 mode = cfg["mode"]
 docs = cfg["docs"]
 if mode == "filter":
@@ -177,7 +180,7 @@ elif mode == "b":
     except ImportError:
         reprice_many = None
     if reprice_many is not None:
-        rows = [solvers.solve_resolved(r) for r in held]
+        rows = [solve_resolved(r) for r in held]
         steps = [(r["step"]["step_s"], r["step"]["gpu_busy_fraction"]) for r in rows]
         call = lambda: reprice_many(held, steps, prices)
     else:  # a checkout without it: one LedgerInputs and one compute_ledger per plan
@@ -203,7 +206,7 @@ elif mode in ("c", "c_held"):
         call = lambda: solve(doc)
     else:  # the caller holds the Resolved of its one document
         held = resolve(doc)
-        call = lambda: solvers.solve_resolved(held)
+        call = lambda: solve_resolved(held)
     for _ in range(20):
         call()
     samples = []
