@@ -97,3 +97,25 @@ page size at most {limits.MAX_PAGE_SIZE} (default {limits.DEFAULT_PAGE_SIZE}); a
 {limits.MAX_COMPARE_ITEMS} plans or results per comparison; at most {limits.MAX_PRICE_ENTRIES} entries per price
 book. Scenario limits (GPUs, layers, batch, ...) are the solver's and are named in each 400.
 """
+
+
+def openapi_schema(schema: Any) -> Any:
+    """A JSON Schema (draft 2020-12) as an OpenAPI 3.0 schema object: a type list with ``"null"`` becomes the
+    other type with ``nullable: true``, which is how OpenAPI 3.0 says it (it has no ``null`` type).
+
+    The solver's schemas are plain JSON Schema, which a client validates reports with; the API's document is
+    OpenAPI 3.0, so the translation lives here. Example: ``{"type": ["number", "null"]}`` ->
+    ``{"type": "number", "nullable": True}``.
+    """
+    if isinstance(schema, list):
+        return [openapi_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: openapi_schema(value) for key, value in schema.items()}
+    kind = out.get("type")
+    if isinstance(kind, list) and "null" in kind:
+        others = [k for k in kind if k != "null"]
+        if len(others) == 1:
+            out["type"] = others[0]
+            out["nullable"] = True
+    return out

@@ -7,7 +7,7 @@ from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.schema import LIMITS_MARKDOWN
+from api.schema import LIMITS_MARKDOWN, openapi_schema
 from api.solving import require_object, solve_document
 from api.views.base import AuthenticatedAPIView
 from solvers.report_schema import report_json_schema
@@ -49,7 +49,7 @@ class SolveView(AuthenticatedAPIView):
 
     @extend_schema(
         request=OpenApiTypes.OBJECT,
-        responses={200: report_json_schema()},
+        responses={200: openapi_schema(report_json_schema())},
         tags=["solve"],
         description=SOLVE_DESCRIPTION,
         examples=[OpenApiExample("A 64-GPU Llama 3 8B plan", value=SCENARIO_EXAMPLE, request_only=True)],
