@@ -478,21 +478,7 @@ def compute_ledger(
     s = schedule(inp, r, step_s=step_s, tokens_per_step=tokens_per_step, shape=shape)
     e = energy_carbon(inp, r, s, busy=busy)
     shares = r.shares
-    t = tco(
-        unit_price_usd=inp.accelerator_unit_price_usd,
-        gpus=inp.gpus,
-        infra_multiplier=inp.infra_multiplier,
-        amortization_years=inp.amortization_years,
-        maintenance_per_year=inp.maintenance_per_year,
-        electricity_usd_per_kwh=inp.electricity_usd_per_kwh,
-        cloud_usd_per_gpu_hour=inp.cloud_usd_per_gpu_hour,
-        wall_h=s.wall_h,
-        wall_days=s.wall_days,
-        facility_kwh=e.facility_kwh,
-        tokens=s.tokens,
-        failure_share=shares.rework + shares.restarts,
-        checkpoint_share=shares.checkpoint_writes,
-    )
+    t = run_tco(inp, s, e, shares, cloud_usd_per_gpu_hour=inp.cloud_usd_per_gpu_hour)
     wall_h = s.wall_h
     reliability_block: ReliabilityBlock = {
         "nodes": r.nodes,
@@ -551,6 +537,34 @@ def compute_ledger(
         tco=tco_block,
         assumptions=ledger_assumptions(inp) if assumptions else [],
         warnings=[*r.warnings, *s.warnings],
+    )
+
+
+def run_tco(
+    inp: LedgerInputs,
+    s: Schedule,
+    e: EnergyCarbon,
+    shares: rel.GoodputShares,
+    *,
+    cloud_usd_per_gpu_hour: Num | None,
+) -> Tco:
+    """``tco`` of one plan from its inputs, schedule, energy and goodput shares (scalars or sampled arrays):
+    the one place that says which ledger figure fills which ``tco`` argument (failure share = rework +
+    restarts, checkpoint share = checkpoint writes)."""
+    return tco(
+        unit_price_usd=inp.accelerator_unit_price_usd,
+        gpus=inp.gpus,
+        infra_multiplier=inp.infra_multiplier,
+        amortization_years=inp.amortization_years,
+        maintenance_per_year=inp.maintenance_per_year,
+        electricity_usd_per_kwh=inp.electricity_usd_per_kwh,
+        cloud_usd_per_gpu_hour=cloud_usd_per_gpu_hour,
+        wall_h=s.wall_h,
+        wall_days=s.wall_days,
+        facility_kwh=e.facility_kwh,
+        tokens=s.tokens,
+        failure_share=shares.rework + shares.restarts,
+        checkpoint_share=shares.checkpoint_writes,
     )
 
 

@@ -37,7 +37,7 @@ from solvers import reliability as rel
 from solvers.catalog.uncertainty import P90_Z, SPREADS
 from solvers.errors import SolverInternalError
 from solvers.inputs import Resolved
-from solvers.ledger import SECONDS_PER_HOUR, Reliability, energy_carbon, schedule, tco
+from solvers.ledger import SECONDS_PER_HOUR, Reliability, energy_carbon, run_tco, schedule
 from solvers.ledger_inputs import FIELD_PATHS, LedgerInputs
 from solvers.report_types import Assumption, Range, RangesMethod
 from solvers.step_uncertainty import read, read_held_out, step_class
@@ -131,21 +131,7 @@ def figure_ranges(resolved: Resolved, row: Mapping[str, Any]) -> tuple[dict[str,
     s = schedule(inp_s, r, step_s=inp_s.step_s, tokens_per_step=tokens_per_step, shape=(SAMPLES,))
     e = energy_carbon(inp_s, r, s, busy=busy)
     shares = r.shares
-    t = tco(
-        unit_price_usd=inp_s.accelerator_unit_price_usd,
-        gpus=inp.gpus,
-        infra_multiplier=inp.infra_multiplier,
-        amortization_years=inp.amortization_years,
-        maintenance_per_year=inp.maintenance_per_year,
-        electricity_usd_per_kwh=inp_s.electricity_usd_per_kwh,
-        cloud_usd_per_gpu_hour=None,
-        wall_h=s.wall_h,
-        wall_days=s.wall_days,
-        facility_kwh=e.facility_kwh,
-        tokens=s.tokens,
-        failure_share=shares.rework + shares.restarts,
-        checkpoint_share=shares.checkpoint_writes,
-    )
+    t = run_tco(inp_s, s, e, shares, cloud_usd_per_gpu_hour=None)
     figures = [  # in the order of SAMPLED_FIGURES
         shares.goodput,
         s.wall_days,
