@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from solvers.catalog.fitted import FITTED_FILE
-from solvers.corpus import Corpus
+from solvers.corpus import Corpus, corpus_hash
 from solvers.fit import BOUNDS, fit, held_out, prepare
 from solvers.published import validation_corpus
 from solvers.step_uncertainty import MIN_RUNS
@@ -62,3 +62,12 @@ def test_the_written_files_have_the_agreed_format() -> None:
     for name, value in calibration["constants"].items():
         lo, hi = BOUNDS[name]
         assert lo <= value <= hi
+
+
+def test_the_fitted_files_were_fitted_on_the_corpus_as_it_is() -> None:
+    """A run added to or changed in ``corpus/`` without ``python -m solvers fit`` leaves the calibration and the
+    step ranges fitted on another corpus: this fails until the fit is run again."""
+    calibration = json.loads(FITTED_FILE.read_text(encoding="utf-8"))
+    corpus = validation_corpus()
+    assert calibration["corpus_sha256"] == corpus_hash(corpus), "run `python -m solvers fit`"
+    assert calibration["corpus_runs"] == len(corpus.runs)
