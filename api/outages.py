@@ -23,6 +23,7 @@ from typing import Any
 
 import redis.exceptions
 from django.conf import settings
+from django.core.exceptions import DisallowedHost
 from django.db import InterfaceError
 from django.db import OperationalError as DatabaseOperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -110,3 +111,15 @@ def server_error(request: HttpRequest, template_name: str = "500.html") -> HttpR
     if part is not None:
         return outage_response(request, part)
     return defaults.server_error(request, template_name)
+
+
+def bad_request(request: HttpRequest, exception: Exception, template_name: str = "400.html") -> HttpResponse:
+    """``handler400``: a request Django refuses before any view (a ``Host`` header not in ``ALLOWED_HOSTS``,
+    another ``SuspiciousOperation``) is the API's JSON 400 under /api/, Django's own page elsewhere; the
+    message says which rule, not the value sent."""
+    if wants_json(request):
+        message = "Host header not allowed" if isinstance(exception, DisallowedHost) else "bad request"
+        return JsonResponse(
+            {"detail": "Bad request.", "errors": [{"path": "", "message": message}]}, status=400
+        )
+    return defaults.bad_request(request, exception, template_name)

@@ -14,3 +14,5 @@ urlpatterns = [
 
 # An outage raised outside a view (a middleware) is a 503 with Retry-After too (api.outages).
 handler500 = "api.outages.server_error"
+# A request refused before any view (a disallowed Host header) is the API's JSON 400 under /api/.
+handler400 = "api.outages.bad_request"

@@ -164,3 +164,17 @@ def test_unknown_api_paths_are_json_404(path: str) -> None:
     assert response.status_code == 404
     assert response["Content-Type"].startswith("application/json")
     assert response.json()["detail"] == "Not found."
+
+
+@pytest.mark.parametrize("host", ["", "evil.example"])
+def test_a_disallowed_host_under_the_api_is_a_json_400(host: str) -> None:
+    response = Client().get("/api/v1/models/", HTTP_HOST=host)
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["errors"] == [{"path": "", "message": "Host header not allowed"}]
+
+
+def test_a_disallowed_host_elsewhere_keeps_the_html_400() -> None:
+    response = Client().get("/", HTTP_HOST="evil.example")
+    assert response.status_code == 400
+    assert response["Content-Type"].startswith("text/html")
