@@ -106,11 +106,11 @@ class FieldTable:
             path: tuple(r for r in rows_ if r.kind in NUMERIC) for path, rows_ in children.items()
         }
         # The objects whose every field has a static default: their entries and values when all are left out.
-        self._defaults = {
-            path: (tuple(r.default_note for r in rows_), tuple((r.name, r.default) for r in rows_))
-            for path, rows_ in self._children.items()
-            if all(r.default_note is not None for r in rows_)
-        }
+        self._defaults: dict[str, tuple[tuple[Assumption, ...], tuple[tuple[str, Any], ...]]] = {}
+        for path, rows_ in self._children.items():
+            notes = tuple(r.default_note for r in rows_ if r.default_note is not None)
+            if len(notes) == len(rows_):
+                self._defaults[path] = (notes, tuple((r.name, r.default) for r in rows_))
 
     def __getitem__(self, path: str) -> Field:
         return self.by_path[path]
