@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import marshal
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -41,7 +41,7 @@ from solvers.inputs.site import parse_site
 from solvers.inputs.training import parse_training, parse_training_alone
 from solvers.layout import Layout
 from solvers.ledger import Reliability, reliability
-from solvers.ledger_assumptions import ledger_assumptions, step_assumptions
+from solvers.ledger_assumptions import ledger_rows, step_assumptions
 from solvers.plain import all_plain_finite
 from solvers.specs import ClusterSpec, LayoutBatch, ModelSpec, TrainingSpec
 
@@ -266,10 +266,11 @@ def _solve_notes(
 ) -> tuple[Assumption, ...]:
     """The step's and the ledger's assumption entries of a scenario, as rows (``Assumption``)."""
     entries = step_assumptions(cluster.accelerator.peak_tflops, training.precision)
-    entries.extend(ledger_assumptions(ledger))
     # each entry is {"key", "value", "unit", "source"} in that order: its values are the row's fields
-    rows: list[dict[str, Any]] = entries  # type: ignore[assignment]  # the TypedDicts, read as plain dicts
-    notes = tuple(map(Assumption._make, map(dict.values, rows)))
+    step_rows: list[dict[str, Any]] = entries  # type: ignore[assignment]  # the TypedDicts, as plain dicts
+    rows: list[Iterable[Any]] = list(map(dict.values, step_rows))
+    rows.extend(ledger_rows(ledger))
+    notes = tuple(map(Assumption._make, rows))
     if not all_plain_finite(list(map(_VALUE, notes))):
         raise SolverInternalError("an assumption of the step or the ledger is not a plain finite value")
     return notes
