@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from solvers import checkpoint as ckpt
 from solvers.ledger_defaults import DEFAULTS
@@ -124,10 +124,15 @@ def step_assumptions(peaks: Mapping[str, float], precision: str) -> list[Assumpt
 def ledger_assumptions(inp: ScenarioLedger) -> list[Assumption]:
     """The conventions and inputs ``compute_ledger`` used, in the order of the report's ``assumptions``: a
     fresh list of fresh entries on every call (the report owns them)."""
-    notes: list[Assumption] = []
+    return [{"key": k, "value": v, "unit": u, "source": s} for k, v, u, s in ledger_rows(inp)]
+
+
+def ledger_rows(inp: ScenarioLedger) -> list[tuple[str, Any, str, str]]:
+    """``ledger_assumptions`` as (key, value, unit, source) rows (``resolve`` holds them as rows)."""
+    notes: list[tuple[str, Any, str, str]] = []
 
     def note(key: str, value: object, unit: str, source: str) -> None:
-        notes.append({"key": key, "value": to_plain(value), "unit": unit, "source": source})
+        notes.append((key, to_plain(value), unit, source))
 
     nodes = math.ceil(inp.gpus / inp.gpus_per_node)
     if inp.mtbf_convention == "node_series":

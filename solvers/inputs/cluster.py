@@ -21,7 +21,7 @@ from solvers.inputs.reader import (
     read_numbers,
     read_section,
     resolve_value,
-    row_default,
+    row_defaults,
     table_default,
     type_name,
 )
@@ -390,9 +390,7 @@ def parse_reliability(
     read_choices(r, given, path, nums)
     if len(r.errors) > before:
         return None
-    doc: dict[str, Any] = {}
-    for row in fields.TABLE.children(path):
-        doc[row.name] = row_default(r, row, nums)
+    doc = row_defaults(r, path, nums)
     if doc["nics_per_node"] is None:
         doc["nics_per_node"] = gpus_per_node
         key = join(path, "nics_per_node")

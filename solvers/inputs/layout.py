@@ -77,26 +77,38 @@ def layout_batch(layouts: list[dict[str, Any]]) -> LayoutBatch:
     of them: two array constructions instead of fourteen, and the fields are read-only views without a flag
     set on each of them (``resolve`` holds the batch; nothing may change it).
     """
-    n = len(layouts)
-    ints = np.array(
+    int_rows = [
+        [int(lay[field]) for field in _LAYOUT_INT_FIELDS]
+        + [SCHEDULE_CODE[lay["schedule"]], RECOMPUTE_CODE[lay["recompute"]]]
+        for lay in layouts
+    ]
+    flag_rows = [
         [
-            [int(lay[field]) for field in _LAYOUT_INT_FIELDS]
-            + [SCHEDULE_CODE[lay["schedule"]], RECOMPUTE_CODE[lay["recompute"]]]
-            for lay in layouts
-        ],
-        dtype=np.int64,
-    ).reshape(n, len(_LAYOUT_INT_FIELDS) + 2)
-    flags = np.array(
-        [
-            [
-                bool(lay["sequence_parallel"]),
-                bool(lay["fsdp_reshard_after_forward"]),
-                lay["grad_reduce_dtype"] == "fp32",
-            ]
-            for lay in layouts
-        ],
-        dtype=np.bool_,
-    ).reshape(n, 3)
+            bool(lay["sequence_parallel"]),
+            bool(lay["fsdp_reshard_after_forward"]),
+            lay["grad_reduce_dtype"] == "fp32",
+        ]
+        for lay in layouts
+    ]
+    return _batch(int_rows, flag_rows)
+
+
+def layout_batch_of(layout: Layout | None) -> LayoutBatch:
+    """``layout_batch([lay])`` for the one resolved layout ``layout_of(lay)`` gives; the empty batch for
+    None (``layout: auto``). The same arrays, made from the ``Layout``'s python scalars."""
+    if layout is None:
+        return _batch([], [])
+    int_rows = [
+        [getattr(layout, field) for field in _LAYOUT_INT_FIELDS] + [layout.schedule, layout.recompute]
+    ]
+    flag_rows = [[layout.sequence_parallel, layout.fsdp_reshard_after_forward, layout.grad_reduce_fp32]]
+    return _batch(int_rows, flag_rows)
+
+
+def _batch(int_rows: list[list[int]], flag_rows: list[list[bool]]) -> LayoutBatch:
+    n = len(int_rows)
+    ints = np.array(int_rows, dtype=np.int64).reshape(n, len(_LAYOUT_INT_FIELDS) + 2)
+    flags = np.array(flag_rows, dtype=np.bool_).reshape(n, 3)
     ints.flags.writeable = False
     flags.flags.writeable = False
     columns, bits = ints.T, flags.T

@@ -22,8 +22,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import marshal
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from solvers import engine
@@ -33,18 +34,19 @@ from solvers.inputs import fields
 from solvers.inputs.cluster import parse_cluster
 from solvers.inputs.economics import parse_economics
 from solvers.inputs.fields import PARTS, SCHEMA_VERSION
-from solvers.inputs.layout import layout_batch, layout_of
+from solvers.inputs.layout import layout_batch_of, layout_of
 from solvers.inputs.model import parse_model
 from solvers.inputs.reader import SCENARIO, Assumption, Reader
 from solvers.inputs.site import parse_site
 from solvers.inputs.training import parse_training, parse_training_alone
 from solvers.layout import Layout
 from solvers.ledger import Reliability, reliability
-from solvers.ledger_assumptions import ledger_assumptions, step_assumptions
+from solvers.ledger_assumptions import ledger_rows, step_assumptions
 from solvers.plain import all_plain_finite
 from solvers.specs import ClusterSpec, LayoutBatch, ModelSpec, TrainingSpec
 
 TOP_KEYS: tuple[str, ...] = fields.TABLE.keys("")
+_VALUE = itemgetter(1)  # an Assumption's value
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,6 @@ class Resolved:
     model: ModelSpec
     cluster: ClusterSpec
     training: TrainingSpec
-    layouts: LayoutBatch  # one layout; empty when layout_auto (solvers.search enumerates the candidates)
     layout_auto: bool
     ledger_fields: LedgerFields
     notes: tuple[Assumption, ...]
@@ -171,6 +172,12 @@ class Resolved:
                 target = target[key]
             target[name] = value
         return document
+
+    @property
+    def layouts(self) -> LayoutBatch:
+        """The layout as read-only arrays (one row; none with ``layout_auto``: the search enumerates the
+        candidates), made on each read: a report of one given layout reads ``layout`` and never needs them."""
+        return layout_batch_of(self.layout)
 
     @property
     def input_hash(self) -> str:
@@ -259,11 +266,12 @@ def _solve_notes(
 ) -> tuple[Assumption, ...]:
     """The step's and the ledger's assumption entries of a scenario, as rows (``Assumption``)."""
     entries = step_assumptions(cluster.accelerator.peak_tflops, training.precision)
-    entries.extend(ledger_assumptions(ledger))
     # each entry is {"key", "value", "unit", "source"} in that order: its values are the row's fields
-    rows: list[dict[str, Any]] = entries  # type: ignore[assignment]  # the TypedDicts, read as plain dicts
-    notes = tuple(map(Assumption._make, map(dict.values, rows)))
-    if not all_plain_finite([note.value for note in notes]):
+    step_rows: list[dict[str, Any]] = entries  # type: ignore[assignment]  # the TypedDicts, as plain dicts
+    rows: list[Iterable[Any]] = list(map(dict.values, step_rows))
+    rows.extend(ledger_rows(ledger))
+    notes = tuple(map(Assumption._make, rows))
+    if not all_plain_finite(list(map(_VALUE, notes))):
         raise SolverInternalError("an assumption of the step or the ledger is not a plain finite value")
     return notes
 
@@ -310,7 +318,7 @@ def resolve_with_document(document: Any, *, step: bool = True) -> tuple[Resolved
     if r.errors or model is None or cluster is None or site is None or economics is None or training is None:
         raise ScenarioError(r.errors)
     # Checked here once, so that no report has to walk these again.
-    if not all_plain_finite([a.value for a in r.assumptions]):
+    if not all_plain_finite(list(map(_VALUE, r.assumptions))):
         raise SolverInternalError("an assumption of the resolved scenario is not a plain finite value")
     train_spec, train_doc, layouts, auto, train_ledger = training
     document_out: dict[str, Any] = {
@@ -339,7 +347,6 @@ def resolve_with_document(document: Any, *, step: bool = True) -> tuple[Resolved
         cloud_usd_per_gpu_hour=economics["cloud_usd_per_gpu_hour"],
         embodied_lifetime_years=economics["embodied_lifetime_years"],
     )
-    batch = layout_batch(layouts)  # read-only
     layout = held_step = rule = None
     if not auto:
         layout = layout_of(layouts[0])
@@ -353,7 +360,6 @@ def resolve_with_document(document: Any, *, step: bool = True) -> tuple[Resolved
         model=model,
         cluster=cluster.spec,
         training=train_spec,
-        layouts=batch,
         layout_auto=auto,
         ledger_fields=ledger_fields,
         notes=tuple(r.assumptions),

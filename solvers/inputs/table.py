@@ -105,6 +105,12 @@ class FieldTable:
         self._numbers = {
             path: tuple(r for r in rows_ if r.kind in NUMERIC) for path, rows_ in children.items()
         }
+        # The objects whose every field has a static default: their entries and values when all are left out.
+        self._defaults: dict[str, tuple[tuple[Assumption, ...], tuple[tuple[str, Any], ...]]] = {}
+        for path, rows_ in self._children.items():
+            notes = tuple(r.default_note for r in rows_ if r.default_note is not None)
+            if len(notes) == len(rows_):
+                self._defaults[path] = (notes, tuple((r.name, r.default) for r in rows_))
 
     def __getitem__(self, path: str) -> Field:
         return self.by_path[path]
@@ -123,6 +129,11 @@ class FieldTable:
     def numbers(self, path: str) -> tuple[Field, ...]:
         """The numeric fields directly inside the object at ``path``."""
         return self._numbers.get(path, ())
+
+    def static_defaults(self, path: str) -> tuple[tuple[Assumption, ...], tuple[tuple[str, Any], ...]] | None:
+        """For an object at ``path`` whose every field has a static default: the fields' default entries
+        (``Field.default_note``) and (name, default) pairs, in document order; None for any other object."""
+        return self._defaults.get(path)
 
     def limits(self) -> dict[str, dict[str, Any]]:
         """Every numeric field's bounds by document path (a list's items under ``path[]``)."""

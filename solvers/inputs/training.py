@@ -6,6 +6,7 @@ checks the part's own fields when no plan joins it to a model and a cluster yet.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from operator import itemgetter
 from typing import Any
 
 from solvers.catalog.fitted import CONSTANTS as FITTED_CONSTANTS
@@ -15,12 +16,13 @@ from solvers.inputs.fields import MAX_GPUS
 from solvers.inputs.layout import parse_layout
 from solvers.inputs.reader import (
     SCENARIO,
+    Assumption,
     Reader,
     join,
     read_choices,
     read_numbers,
     resolve_value,
-    row_default,
+    row_defaults,
     table_default,
 )
 from solvers.specs import (
@@ -51,10 +53,32 @@ _CONSTANT_UNITS = {
 }
 
 
+_KEY = itemgetter(0)  # an Assumption's key
+_EFFICIENCY_KEY = "cluster.accelerator.compute_efficiency"
+
+
 def _given_accelerator_efficiency(r: Reader) -> bool:
     """Whether the scenario itself set ``cluster.accelerator.compute_efficiency`` (then it wins)."""
-    key = "cluster.accelerator.compute_efficiency"
-    return any(a.key == key and a.source == SCENARIO for a in r.assumptions)
+    notes = r.assumptions
+    keys = list(map(_KEY, notes))  # C passes over the hundred entries noted by now, not a Python loop
+    start = 0
+    try:
+        while True:
+            found = keys.index(_EFFICIENCY_KEY, start)
+            if notes[found].source == SCENARIO:
+                return True
+            start = found + 1
+    except ValueError:  # no (further) entry of the key
+        return False
+
+
+# The entries of the fitted effect constants under ``training``: the same for every document (made once).
+_FX_PATH = f"{PATH}.efficiency.effects"
+_FITTED: dict[str, float] = {name: fitted_constant(name) for name in FITTED_CONSTANTS}
+_FITTED_NOTES: tuple[Assumption, ...] = tuple(
+    Assumption(f"{_FX_PATH}.{name}", value, _CONSTANT_UNITS.get(name, ""), FITTED_SOURCE)
+    for name, value in _FITTED.items()
+)
 
 
 def parse_training(
@@ -169,10 +193,10 @@ def parse_training(
     r.note(join(path, "global_batch_seqs"), batch_seqs, "sequences", batch_src)
     r.note(join(path, "global_batch_tokens"), batch_seqs * seq_len, "tokens", batch_src)
 
-    switches = {name: bool(table_default(r, fx_path, name, fx_flags)) for name in fields.TABLE.keys(fx_path)}
+    switches = {name: bool(value) for name, value in row_defaults(r, fx_path, fx_flags).items()}
     any_on = any(switches.values())
     # With every effect off the constants keep their neutral values: the hand calibration, unchanged.
-    fitted = {name: fitted_constant(name) for name in FITTED_CONSTANTS} if any_on else {}
+    fitted = dict(_FITTED) if any_on else {}
     effects = EffectsSpec(
         matrix_shape=switches["matrix_shape"],
         stragglers=switches["stragglers"],
@@ -186,9 +210,12 @@ def parse_training(
         fp8_rate_factor=fitted.get("fp8_rate_factor", 0.0),
         attention_rate_factor=fitted.get("attention_rate_factor", 1.0),
     )
-    for name, value in fitted.items():
-        # The effects' fitted constants are inputs of every step figure: listed like any default.
-        r.note(join(fx_path, name), value, _CONSTANT_UNITS.get(name, ""), FITTED_SOURCE)
+    # The effects' fitted constants are inputs of every step figure: listed like any default.
+    if fitted and fx_path == _FX_PATH:
+        r.assumptions.extend(_FITTED_NOTES)
+    else:
+        for name, value in fitted.items():
+            r.note(join(fx_path, name), value, _CONSTANT_UNITS.get(name, ""), FITTED_SOURCE)
     if compute_eff is not None:
         efficiency, eff_src = compute_eff, SCENARIO
     elif effects.any_on and not _given_accelerator_efficiency(r):
@@ -199,12 +226,8 @@ def parse_training(
         efficiency = cluster.accelerator.compute_efficiency
         eff_src = "cluster.accelerator.compute_efficiency"
     r.note(join(eff_path, "compute"), efficiency, "fraction", eff_src)
-    overlap: dict[str, float] = {}
-    for row in fields.TABLE.children(ov_path):
-        overlap[row.name] = float(row_default(r, row, overlap_nums))
-    checkpoint: dict[str, Any] = {}
-    for row in fields.TABLE.children(ck_path):
-        checkpoint[row.name] = row_default(r, row, ck_nums)
+    overlap = {name: float(value) for name, value in row_defaults(r, ov_path, overlap_nums).items()}
+    checkpoint = row_defaults(r, ck_path, ck_nums)
     if len(r.errors) > before:
         return None
 

@@ -154,7 +154,7 @@ def test_with_prices_parses_nothing_again(monkeypatch: pytest.MonkeyPatch) -> No
     repriced = held.with_prices(NEW_PRICES)
     assert repriced.ledger_fields["electricity_usd_per_kwh"] == 0.081
     assert repriced.model is held.model and repriced.training is held.training
-    assert repriced.layouts is held.layouts
+    assert repriced.layout is held.layout  # ``layouts`` (the arrays) are made from it on each read
     assert held.with_prices({}) is held
 
 
