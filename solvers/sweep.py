@@ -51,6 +51,7 @@ from solvers.search import (
     parse_search_request,
     search_resolved,
     space_from_document,
+    stated_layout,
     with_auto_layout,
 )
 
@@ -380,7 +381,12 @@ def sweep_point(plan: SweepPlan, index: int, *, pricing: prices.Pricing | None =
         resolved = resolve(with_auto_layout(document))
         space = space_from_document(
             plan.request.space,
-            default=default_space(model=resolved.model, cluster=resolved.cluster, training=resolved.training),
+            default=default_space(
+                model=resolved.model,
+                cluster=resolved.cluster,
+                training=resolved.training,
+                stated_layout=stated_layout(document),
+            ),
         )
         result = search_resolved(
             resolved,

@@ -83,11 +83,13 @@ def _auto_layout(document: Mapping[str, Any]) -> dict[str, Any]:
 def _layouts_of(document: Mapping[str, Any], space: Any) -> int:
     """Layouts the search of ``document`` over ``space`` would build (``count_layouts``, milliseconds)."""
     from solvers import resolve
-    from solvers.search import count_layouts, default_space, space_from_document
+    from solvers.search import count_layouts, default_space, space_from_document, stated_layout
 
     resolved = resolve(_auto_layout(document))
     model, cluster, training = resolved.model, resolved.cluster, resolved.training
-    default = default_space(model=model, cluster=cluster, training=training)
+    default = default_space(
+        model=model, cluster=cluster, training=training, stated_layout=stated_layout(document)
+    )
     return int(
         count_layouts(
             model=model, cluster=cluster, training=training, space=space_from_document(space, default=default)
@@ -440,7 +442,7 @@ def sweep_check(*, plan: Plan, sweep: Mapping[str, Any], search: Mapping[str, An
 
     Nothing is solved; resolving every point takes well under a second for ``MAX_SWEEP_POINTS`` points."""
     from solvers import ScenarioError, resolve
-    from solvers.search import default_space, space_from_document
+    from solvers.search import default_space, space_from_document, stated_layout
 
     # The points are set on the plan's unpriced document, as the worker sets them (each is priced after).
     document = services.plan_base_document(plan=plan)
@@ -449,7 +451,12 @@ def sweep_check(*, plan: Plan, sweep: Mapping[str, Any], search: Mapping[str, An
         resolved = resolve(_auto_layout(planned.request.scenario))
         space_from_document(
             planned.request.space,
-            default=default_space(model=resolved.model, cluster=resolved.cluster, training=resolved.training),
+            default=default_space(
+                model=resolved.model,
+                cluster=resolved.cluster,
+                training=resolved.training,
+                stated_layout=stated_layout(planned.request.scenario),
+            ),
         )
     except ScenarioError as exc:
         raise _refusal(exc) from None

@@ -34,6 +34,7 @@ from solvers.search.request import (
     SEARCH_KEYS,
     SearchRequest,
     parse_search_request,
+    stated_layout,
     with_auto_layout,
 )
 from solvers.search.space import (
@@ -54,6 +55,7 @@ from solvers.search.space import (
     default_space,
     enumerate_layouts,
     space_from_document,
+    stated_numerics,
     take,
 )
 
@@ -98,6 +100,8 @@ __all__ = [
     "reason_key",
     "search_resolved",
     "space_from_document",
+    "stated_layout",
+    "stated_numerics",
     "support_blocks",
     "take",
     "with_auto_layout",

@@ -28,7 +28,7 @@ from solvers.search.ranking import (
     ledger_for_row,
     search_resolved,
 )
-from solvers.search.request import DEFAULT_TOP, parse_search_request, with_auto_layout
+from solvers.search.request import DEFAULT_TOP, parse_search_request, stated_layout, with_auto_layout
 from solvers.search.space import MAX_LAYOUTS_PER_SEARCH, default_space, space_from_document, take
 from solvers.specs import LayoutBatch
 
@@ -233,7 +233,12 @@ def search_document(
             baseline_error = exc.as_dict()
     space = space_from_document(
         request.space,
-        default=default_space(model=resolved.model, cluster=resolved.cluster, training=resolved.training),
+        default=default_space(
+            model=resolved.model,
+            cluster=resolved.cluster,
+            training=resolved.training,
+            stated_layout=stated_layout(request.scenario),
+        ),
     )
     envelope = load_envelope()
     result = search_resolved(

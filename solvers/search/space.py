@@ -16,6 +16,7 @@ Axes (``SearchSpace``; each can be narrowed in the document under ``search.space
   microbatch_seqs  powers of two up to ``MAX_MICROBATCH_SEQS``; dp*microbatch_seqs must divide the batch
   schedule  gpipe, 1f1b, zero_bubble, dualpipe, interleaved x ``VIRTUAL_STAGES`` (pp > 1 only)
   sequence_parallel (tp > 1 only), zero_stage 0..3 (3 with and without resharding), recompute, grad dtype
+            (never less precise than the scenario's own layout states: ``stated_numerics``)
 
 Limits: at most ``MAX_LAYOUTS_PER_SEARCH`` layouts are materialised; the count is known after the cheap
 structural stage and a larger space is refused with a ``ScenarioError`` naming ``search.space`` before the
@@ -135,8 +136,18 @@ def _powers_of_two(up_to: int) -> list[int]:
     return out
 
 
-def default_space(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec) -> SearchSpace:
+def default_space(
+    *,
+    model: ModelSpec,
+    cluster: ClusterSpec,
+    training: TrainingSpec,
+    stated_layout: Mapping[str, Any] | None = None,
+) -> SearchSpace:
     """The default candidate values of every axis for one scenario (see the module docstring).
+
+    ``stated_layout`` is the scenario's own ``training.layout`` mapping, if it gives one: the search keeps
+    the numerics it states (``stated_numerics``), so a stated FP32 gradient reduction is not traded for a
+    BF16 one.
 
     Example: Llama 3 405B (126 layers, 128 heads) on 16,384 H100 in 8-GPU nodes with 8,192-token sequences:
     tp 1, 2, 4, 8, 16, 32; cp 1, 2, 4, 8, 16; pp 1, 2, 4, 8, 16, 32, 64 (divide 16,384) and 3, 6, 7, 9, 14,
@@ -172,8 +183,24 @@ def default_space(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingS
         zero_stage=(0, 1, 2, 3),
         fsdp_reshard_after_forward=(True, False),
         recompute=RECOMPUTE_POLICIES,
-        grad_reduce_dtype=GRAD_REDUCE_DTYPES,
+        grad_reduce_dtype=stated_numerics(stated_layout),
     )
+
+
+def stated_numerics(stated_layout: Any) -> tuple[str, ...]:
+    """The gradient-reduction dtypes a default search may use: none less precise than the scenario states.
+
+    A search chooses how the work is split and scheduled; the gradient reduction's dtype changes the
+    arithmetic of training instead, as ``training.precision`` does (which no search changes). Llama 3 reduces
+    gradients in FP32 "for numerical stability" (Llama 3 §3.3.2), so a search of that run that returned a
+    BF16 reduction would buy speed with a numerics change the scenario ruled out. A layout that states
+    ``grad_reduce_dtype: fp32`` keeps it; otherwise (BF16 stated, or no layout) both are candidates, as before.
+    ``search.space.grad_reduce_dtype`` still overrides. Example: {"grad_reduce_dtype": "fp32"} -> ("fp32",);
+    None -> ("bf16", "fp32").
+    """
+    if isinstance(stated_layout, Mapping) and stated_layout.get("grad_reduce_dtype") == "fp32":
+        return ("fp32",)
+    return GRAD_REDUCE_DTYPES
 
 
 def space_from_document(raw: Any, *, default: SearchSpace, path: str = "search.space") -> SearchSpace:

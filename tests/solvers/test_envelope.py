@@ -127,20 +127,38 @@ def test_unfiltered_best_for_llama3_405b_no_longer_has_tiny_per_gpu_shapes(llama
     assert baseline["support"]["within_validated"] and baseline["support"]["distance"] == 0.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="measured: inside the envelope the best layout (tp 4, cp 2, pp 16, interleaved 8) is predicted about "
-    "8% faster than Llama 3's published one, not within 5%",
-)
 def test_default_search_best_for_llama3_405b_is_within_5_percent_or_warns(llama3_searches) -> None:
-    """Done-when (issue 13), as a search answers by default (within_validated true)."""
+    """Done-when (issue 13), as a search answers by default (within_validated true).
+
+    Measured: the best inside the envelope is tp 4, cp 2, pp 16 (interleaved 8, FP32 reduce-scatter as the
+    scenario states), predicted 4.98% faster than Table 4's layout: every second of the difference is the
+    exposed tensor-parallel exchange (4,096 tokens per TP group instead of 8,192), less a larger DP exchange.
+    The margin is small; a change to the step model that moves it past 5% must say so here, not widen it."""
     out = llama3_searches[True]
     best, baseline = out["best"], out["baseline"]
     ratio = best["step"]["step_s"] / baseline["step_s"]
+    assert best["layout"]["grad_reduce_dtype"] == "fp32"
     assert abs(ratio - 1.0) <= 0.05 or best["support"]["reasons"], (
         f"best {best['layout']} is {(ratio - 1) * 100:+.1f}% against the published layout "
         f"(nearest validated run {best['support']['nearest_validated']})"
     )
+
+
+def test_a_search_keeps_the_gradient_reduction_dtype_the_scenario_states() -> None:
+    """Llama 3 reduces gradients in FP32 for numerical stability (§3.3.2): a search of that scenario does not
+    trade it for BF16 (a numerics change, not a layout), unless search.space lists BF16; a scenario that
+    states BF16 or no layout keeps both candidates."""
+    doc = load_example(LLAMA3_405B)
+    assert search_document(doc, top=1)["space"]["grad_reduce_dtype"] == ["fp32"]
+    listed = copy.deepcopy(doc)
+    listed["search"] = {"space": {"grad_reduce_dtype": ["bf16", "fp32"], "tp": [4, 8], "cp": [1, 2]}}
+    out = search_document(listed, top=1)
+    assert out["space"]["grad_reduce_dtype"] == ["bf16", "fp32"]
+    assert out["best"]["layout"]["grad_reduce_dtype"] == "bf16"
+    stated_bf16 = copy.deepcopy(doc)
+    stated_bf16["training"]["layout"]["grad_reduce_dtype"] = "bf16"
+    stated_bf16["search"] = {"space": {"tp": [8], "cp": [1]}}
+    assert search_document(stated_bf16, top=1)["space"]["grad_reduce_dtype"] == ["bf16", "fp32"]
 
 
 def test_the_default_search_keeps_only_layouts_inside(llama3_searches) -> None:

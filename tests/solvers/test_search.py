@@ -4,6 +4,7 @@ acceptance (1,000 random layouts) and Llama 3 405B's published layout as a basel
 from __future__ import annotations
 
 import copy
+import dataclasses
 import io
 import itertools
 import json
@@ -23,6 +24,7 @@ from solvers.search import (
     MAX_TOP,
     R_MEMORY,
     STEP_TERMS,
+    count_layouts,
     default_space,
     enumerate_layouts,
     explain_difference,
@@ -219,6 +221,19 @@ def test_default_space_covers_the_axes(llama) -> None:
     moe = resolve(MOE)
     moe_space = default_space(**specs(moe))
     assert moe_space.ep == (1, 2, 4, 8)
+
+
+def test_the_default_space_keeps_a_stated_fp32_gradient_reduction(llama) -> None:
+    """The gradient reduction's dtype is the training's numerics (Llama 3 §3.3.2): a layout stating FP32
+    keeps only FP32 in the default space, halving its layouts; BF16, or no layout, keeps both."""
+    both = default_space(**specs(llama))
+    assert both.grad_reduce_dtype == ("bf16", "fp32")
+    assert default_space(**specs(llama), stated_layout={"grad_reduce_dtype": "bf16"}) == both
+    kept = default_space(**specs(llama), stated_layout={"tp": 8, "grad_reduce_dtype": "fp32"})
+    assert kept == dataclasses.replace(both, grad_reduce_dtype=("fp32",))
+    assert 2 * count_layouts(**specs(llama), space=kept) == count_layouts(**specs(llama), space=both)
+    # search.space still overrides the default
+    assert space_from_document({"grad_reduce_dtype": ["bf16"]}, default=kept).grad_reduce_dtype == ("bf16",)
 
 
 def test_layout_limit_is_refused_before_any_evaluation(llama, monkeypatch) -> None:
@@ -421,8 +436,6 @@ def test_invalid_given_layout_is_reported_and_the_search_still_runs() -> None:
 
 
 def test_count_layouts_matches_the_enumeration(llama) -> None:
-    from solvers.search import count_layouts
-
     space = default_space(**specs(llama))
     assert count_layouts(**specs(llama), space=space) == len(
         enumerate_layouts(**specs(llama), space=space).layouts
