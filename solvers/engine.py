@@ -22,7 +22,8 @@ Composition (each term is documented, with its source, in the module that comput
 Step effects (``solvers.effects``, each behind ``training.efficiency.effects.<name>``; all off in a bare
 ``TrainingSpec``): matrix shape scales the dense and expert GEMM rates, the attention core runs at its own
 rate (and at the s/cp block's shape with context parallelism), the output layer weighs on the last stage,
-MoE adds permutation traffic and the busiest expert rank's load skew, and compute waits for the slowest rank.
+MoE adds permutation traffic and the busiest expert rank's load skew, compute waits for the slowest rank, and
+ZeRO-3 gathers the weights again for a fully recomputed forward pass.
 
 Overlap windows (hidden communication never exceeds the compute it hides behind, seed 004 §5.4): TP and PP
 hide behind the whole step's compute (MegaScale §3.2: TP/SP collectives fused with the neighbouring GEMMs,
@@ -418,6 +419,13 @@ def _step(
         grad_bytes=grad_bytes,
         weight_bytes=w_bytes,
     )
+    if fx.zero3_recompute_regather:
+        gather_b = gather_b + exchanges.recompute_regather_bytes(
+            zero_stage=lay.zero_stage,
+            reshard_after_forward=lay.fsdp_reshard_after_forward,
+            full_recompute=full_recompute,
+            weight_bytes=w_bytes,
+        )
     dense_mean = copies * dense_params / (tp * pp)
     dense_busy = copies * dense_params * stage_share / tp
     expert_split = 1.0 * ep * etp

@@ -39,6 +39,7 @@ def test_the_switches_are_the_five_effects() -> None:
         "pipeline_ends",
         "context_parallel",
         "attention_core",
+        "zero3_recompute_regather",
     }
 
 
