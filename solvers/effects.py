@@ -25,6 +25,9 @@ fit``). Every function takes python scalars or numpy arrays (one entry per layou
   equivalents with ``e = 6 h V / w`` (``w`` one layer's FLOPs per token) instead of spreading it evenly.
 * ``context_parallel``: with CP each attention call works on blocks of ``s / cp`` tokens (ring attention,
   Liu et al. 2023); the attention core runs at the ``matrix_shape`` curve of that block length.
+* ``zero3_recompute_regather`` (in ``solvers.exchanges.recompute_regather_bytes``): ZeRO-3 resharded after
+  the forward pass gathers the weights once more for a fully recomputed forward (DeepSpeed's forward hooks
+  fire again in the backward pass); no constant.
 """
 
 from __future__ import annotations
