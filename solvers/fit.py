@@ -80,6 +80,7 @@ _EFFECT_NAMES = (
     "context_parallel",
     "attention_core",
     "zero3_recompute_regather",
+    "fp8_scope",
 )
 
 

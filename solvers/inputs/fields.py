@@ -170,6 +170,12 @@ _EFFECTS: tuple[tuple[str, str], ...] = (
         "a third time, for the recomputed forward (DeepSpeed's forward hooks fire again in the backward "
         "pass: deepspeedai/DeepSpeed issue #4784); no constant",
     ),
+    (
+        "fp8_scope",
+        "in FP8 training only the transformer blocks' linear layers run in FP8: the attention core and the "
+        "output layer run at the BF16 rate (Transformer Engine: FP8 attention is opt-in, fp8_dpa=False; "
+        "torchtitan's float8 leaves the output layer out; DeepSeek-V3 §3.3.1); no constant",
+    ),
 )
 
 _SEED000 = "seed 000 §3 (mlsysim 0.1.2 ReliabilityModel defaults)"
