@@ -63,7 +63,8 @@ def test_each_loss_effect_lengthens_the_step(name: str) -> None:
     # efficiency and the FP8 rate factor included), switching one effect on never shortens the step.
     document = load_yaml((ROOT / "examples" / f"{name}.yaml").read_text(encoding="utf-8"))
     on = resolve(document)
-    assert on.layout is not None and on.training.effects.any_on
+    layout = on.layout
+    assert layout is not None and on.training.effects.any_on
     off_fx = replace(on.training.effects, **{effect: False for effect in EFFECTS})
 
     def step_s(effects: EffectsSpec) -> float:
@@ -71,7 +72,7 @@ def test_each_loss_effect_lengthens_the_step(name: str) -> None:
             model=on.model,
             cluster=on.cluster,
             training=replace(on.training, effects=effects),
-            layout=on.layout,
+            layout=layout,
         )
         assert row is not None, message
         return float(row["step_s"])
