@@ -25,6 +25,15 @@ fit``). Every function takes python scalars or numpy arrays (one entry per layou
   equivalents with ``e = 6 h V / w`` (``w`` one layer's FLOPs per token) instead of spreading it evenly.
 * ``context_parallel``: with CP each attention call works on blocks of ``s / cp`` tokens (ring attention,
   Liu et al. 2023); the attention core runs at the ``matrix_shape`` curve of that block length.
+* ``zero3_recompute_regather`` (in ``solvers.exchanges.recompute_regather_bytes``): ZeRO-3 resharded after
+  the forward pass gathers the weights once more for a fully recomputed forward (DeepSpeed's forward hooks
+  fire again in the backward pass); no constant.
+* ``fp8_scope``: FP8 training runs only the transformer blocks' linear layers in FP8. The attention core
+  stays in BF16 (Transformer Engine's FP8 dot-product attention is opt-in, ``fp8_dpa=False`` in its recipes;
+  torchao's ``Float8Linear`` converts only linear layers; DeepSeek-V3 §3.3.1 keeps "attention operators" in
+  BF16) and so does the output layer (torchtitan's float8 guide filters ``output``; Megatron-Core's output
+  layer is not a Transformer Engine module; DeepSeek-V3 §3.3.1, "the output head"). Both run at the BF16
+  rate: the BF16 peak at the same large-GEMM efficiency. No constant.
 """
 
 from __future__ import annotations
@@ -104,3 +113,17 @@ def permutation_bytes(
 ) -> Num:
     """HBM bytes of the MoE token permutation on one GPU: ``8 x tokens x top_k x h x bytes x MoE layers``."""
     return PERMUTE_HBM_PASSES * tokens * top_k * hidden * element_bytes * moe_layers
+
+
+def bf16_rate(*, rate: Num, precision_factor: float, peak: float, peak_bf16: float) -> Num:
+    """The large-GEMM rate at BF16 of a run whose ``rate`` is ``peak x efficiency x precision_factor``:
+    ``rate x peak_bf16 / (peak x precision_factor)``. Example: H100 FP8, efficiency 0.64, factor 0.76:
+    1,978.9 x 0.64 x 0.76 = 963 TFLOP/s -> 989.4 x 0.64 = 633 TFLOP/s."""
+    return rate * peak_bf16 / (peak * precision_factor)
+
+
+def output_layer_bf16_extra_s(*, output_flops: Num, dense_rate: Num, rate: Num, rate_bf16: Num) -> Num:
+    """Extra time of the output layer's FLOPs at the BF16 rate instead of the FP8 one, at the same shape
+    factor (``dense_rate / rate``): ``flops / dense_rate x (rate / rate_bf16 - 1)``. Example: 1 TFLOP at a
+    dense FP8 rate of 900 TFLOP/s, rates 963 and 633 TFLOP/s -> 1.11 ms x 0.52 = 0.58 ms."""
+    return output_flops / dense_rate * (rate / rate_bf16 - 1.0)

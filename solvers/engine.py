@@ -22,7 +22,9 @@ Composition (each term is documented, with its source, in the module that comput
 Step effects (``solvers.effects``, each behind ``training.efficiency.effects.<name>``; all off in a bare
 ``TrainingSpec``): matrix shape scales the dense and expert GEMM rates, the attention core runs at its own
 rate (and at the s/cp block's shape with context parallelism), the output layer weighs on the last stage,
-MoE adds permutation traffic and the busiest expert rank's load skew, and compute waits for the slowest rank.
+MoE adds permutation traffic and the busiest expert rank's load skew, compute waits for the slowest rank,
+ZeRO-3 gathers the weights again for a fully recomputed forward pass, and FP8 training runs the attention
+core and the output layer at the BF16 rate.
 
 Overlap windows (hidden communication never exceeds the compute it hides behind, seed 004 §5.4): TP and PP
 hide behind the whole step's compute (MegaScale §3.2: TP/SP collectives fused with the neighbouring GEMMs,
@@ -297,11 +299,19 @@ def _step(
             half=fx.shape_half_dim,
         )
     attention_core_share = compute.attention_flops_per_token(model=model, seq_len=s) / flops_per_token
+    # fp8_scope: in FP8 training the attention core and the output layer run at the BF16 rate.
+    bf16_islands = fx.fp8_scope and precision == "fp8"
     attention_extra = 0.0
-    if fx.context_parallel or fx.attention_core:
-        # The attention core at its own rate (attention_core) and at the shape curve of its s/cp blocks
-        # (context_parallel), in place of the dense GEMM rate it was counted at above.
-        core_rate = rate * (fx.attention_rate_factor if fx.attention_core else 1.0)
+    if fx.context_parallel or fx.attention_core or bf16_islands:
+        # The attention core at its own rate (attention_core), at the shape curve of its s/cp blocks
+        # (context_parallel) and at the BF16 rate in FP8 training (fp8_scope), in place of the dense GEMM
+        # rate it was counted at above.
+        core_base = effects.bf16_rate(
+            rate=rate, precision_factor=precision_factor, peak=peak, peak_bf16=peak_bf16
+        )
+        core_rate = (core_base if bf16_islands else rate) * (
+            fx.attention_rate_factor if fx.attention_core else 1.0
+        )
         if fx.context_parallel:
             core_rate = core_rate * effects.saturation(s / cp, fx.shape_half_dim)
         attention_extra = hw_flops_gpu * attention_core_share * (1.0 / core_rate - 1.0 / dense_rate)
@@ -353,8 +363,17 @@ def _step(
         full_recompute=full_recompute,
         hbm_bytes_s=hbm,
     )
-    if fx.context_parallel or fx.attention_core:
+    if fx.context_parallel or fx.attention_core or bf16_islands:
         compute_s = compute_s + attention_extra
+    if bf16_islands:
+        compute_s = compute_s + effects.output_layer_bf16_extra_s(
+            output_flops=6.0 * h * model.vocab * tokens_per_gpu * stage_share,
+            dense_rate=dense_rate,
+            rate=rate,
+            rate_bf16=effects.bf16_rate(
+                rate=rate, precision_factor=precision_factor, peak=peak, peak_bf16=peak_bf16
+            ),
+        )
     if fx.moe_overhead and moe is not None:
         compute_s = (
             compute_s
@@ -418,6 +437,13 @@ def _step(
         grad_bytes=grad_bytes,
         weight_bytes=w_bytes,
     )
+    if fx.zero3_recompute_regather:
+        gather_b = gather_b + exchanges.recompute_regather_bytes(
+            zero_stage=lay.zero_stage,
+            reshard_after_forward=lay.fsdp_reshard_after_forward,
+            full_recompute=full_recompute,
+            weight_bytes=w_bytes,
+        )
     dense_mean = copies * dense_params / (tp * pp)
     dense_busy = copies * dense_params * stage_share / tp
     expert_split = 1.0 * ep * etp

@@ -173,6 +173,23 @@ def dp_shares(
     return grad_bytes, gather
 
 
+def recompute_regather_bytes(
+    *, zero_stage: Num, reshard_after_forward: Num, full_recompute: Num, weight_bytes: float
+) -> Num:
+    """All-gather bytes per parameter that full recomputation adds to a ZeRO-3 step (effect
+    ``zero3_recompute_regather``, ``docs/CONVENTIONS.md`` "Step effects").
+
+    With the parameters resharded after the forward pass, the recomputed forward of each layer runs the
+    forward hooks again, which gather the weights once more before the backward hooks gather them for the
+    gradients (DeepSpeed ZeRO-3: ``pre_sub_module_forward_function`` fires for the recomputation step in the
+    backward pass, deepspeedai/DeepSpeed issue #4784). FSDP implementations that unshard in the pre-backward
+    hook and recompute inside that window (torchtitan's FSDP2, FairScale's FSDP) turn the switch off.
+    Example: ZeRO-3, resharded, full recompute, FP16 weights -> 2.0 bytes (the gathers go from 2 x 2 to
+    3 x 2 bytes); ZeRO-1 or selective recompute -> 0.0.
+    """
+    return where((zero_stage >= 3) & reshard_after_forward & full_recompute, 1.0 * weight_bytes, 0.0)
+
+
 def dp_exchange(
     *,
     dense_params_mean: Num,

@@ -79,6 +79,8 @@ _EFFECT_NAMES = (
     "pipeline_ends",
     "context_parallel",
     "attention_core",
+    "zero3_recompute_regather",
+    "fp8_scope",
 )
 
 

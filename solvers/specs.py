@@ -170,6 +170,8 @@ class EffectsSpec:
     pipeline_ends: bool = False
     context_parallel: bool = False
     attention_core: bool = False
+    zero3_recompute_regather: bool = False
+    fp8_scope: bool = False
     shape_half_dim: float = 0.0  # GEMM dimension at which the saturating curve reaches half its plateau
     jitter: float = 0.0  # relative standard deviation of one rank's step time (straggler term)
     moe_skew: float = 0.0  # busiest expert rank's load over the mean, minus one
@@ -185,6 +187,8 @@ class EffectsSpec:
             or self.pipeline_ends
             or self.context_parallel
             or self.attention_core
+            or self.zero3_recompute_regather
+            or self.fp8_scope
         )
 
 

@@ -164,6 +164,18 @@ _EFFECTS: tuple[tuple[str, str], ...] = (
         "the attention core (QK^T, softmax, AV) runs at its own rate, a fitted factor of the large-GEMM rate "
         "(FlashAttention kernels reach a different share of peak than GEMMs; Dao 2023, FlashAttention-2)",
     ),
+    (
+        "zero3_recompute_regather",
+        "ZeRO-3 with parameters resharded after the forward pass and full recomputation gathers the weights "
+        "a third time, for the recomputed forward (DeepSpeed's forward hooks fire again in the backward "
+        "pass: deepspeedai/DeepSpeed issue #4784); no constant",
+    ),
+    (
+        "fp8_scope",
+        "in FP8 training only the transformer blocks' linear layers run in FP8: the attention core and the "
+        "output layer run at the BF16 rate (Transformer Engine: FP8 attention is opt-in, fp8_dpa=False; "
+        "torchtitan's float8 leaves the output layer out; DeepSeek-V3 §3.3.1); no constant",
+    ),
 )
 
 _SEED000 = "seed 000 §3 (mlsysim 0.1.2 ReliabilityModel defaults)"

@@ -204,6 +204,8 @@ def parse_training(
         pipeline_ends=switches["pipeline_ends"],
         context_parallel=switches["context_parallel"],
         attention_core=switches["attention_core"],
+        zero3_recompute_regather=switches["zero3_recompute_regather"],
+        fp8_scope=switches["fp8_scope"],
         shape_half_dim=fitted.get("shape_half_dim", 0.0),
         jitter=fitted.get("jitter", 0.0),
         moe_skew=fitted.get("moe_skew", 0.0),

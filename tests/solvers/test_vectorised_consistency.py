@@ -86,6 +86,8 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
         pipeline_ends=True,
         context_parallel=True,
         attention_core=True,
+        zero3_recompute_regather=True,
+        fp8_scope=True,
         shape_half_dim=100.0,
         jitter=0.01,
         moe_skew=0.2,
