@@ -28,13 +28,14 @@ import math
 import operator
 from collections.abc import Mapping
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from solvers import checkpoint as ckpt
 from solvers import reliability as rel
-from solvers.catalog.uncertainty import P90_Z, SPREADS
+from solvers.catalog.uncertainty import P90_Z, SPREADS, Spread
 from solvers.errors import SolverInternalError
 from solvers.inputs import Resolved
 from solvers.ledger import SECONDS_PER_HOUR, Reliability, energy_carbon, run_tco, schedule
@@ -43,12 +44,14 @@ from solvers.report_types import Assumption, Range, RangesMethod
 from solvers.step_uncertainty import read, read_held_out, step_class
 
 __all__ = [
+    "FACTORS",
     "QUANTILES",
     "SAMPLED_FIGURES",
     "SAMPLES",
     "SEED",
     "STEP_CLASSES",
     "STEP_FIGURES",
+    "factor_table",
     "figure_ranges",
     "range_assumptions",
 ]
@@ -75,6 +78,28 @@ DRAWS.setflags(write=False)
 # (mean, sigma) per class, read once when the module is imported (a table, as the catalog's).
 STEP_CLASSES: Mapping[str, tuple[float, float]] = read()
 HELD_OUT: bool = read_held_out()
+
+
+def factor_table(
+    step_classes: Mapping[str, tuple[float, float]], spreads: tuple[Spread, ...]
+) -> Mapping[str, np.ndarray]:
+    """Per step class, the sampled factors ``exp(sigma z)``: row 0 the step residual's (its class's sigma),
+    then one row per spread (the catalog's sigma), over the ``DRAWS`` (read-only, float64).
+
+    Every sigma is a constant of the catalog or of the fitted step uncertainty, so these are fixed numbers
+    like ``DRAWS``: exponentiating them for each report cost about a tenth of a report with ranges.
+    Example: a zero sigma gives a row of ones.
+    """
+    table: dict[str, np.ndarray] = {}
+    for name, (_, sigma) in step_classes.items():
+        sigmas = np.array([[sigma], *([spread.sigma] for spread in spreads)], dtype=np.float32)
+        factors = np.exp(sigmas * DRAWS).astype(np.float64)  # single precision, see DRAWS
+        factors.setflags(write=False)
+        table[name] = factors
+    return MappingProxyType(table)
+
+
+FACTORS: Mapping[str, np.ndarray] = factor_table(STEP_CLASSES, SPREADS)
 
 # LedgerInputs' scenario fields (all but the step's three), in its order.
 _SCENARIO_FIELDS = operator.attrgetter(*LedgerInputs._fields[3:])
@@ -113,10 +138,7 @@ def figure_ranges(resolved: Resolved, row: Mapping[str, Any]) -> tuple[dict[str,
     run_class = step_class(moe=resolved.model.moe is not None, gpus=resolved.cluster.gpus)
     mean, sigma = STEP_CLASSES[run_class]
 
-    # The step residual and every spread, exponentiated in one pass (single precision, see DRAWS), double
-    # precision from there on.
-    sigmas = np.array([[sigma], *([spread.sigma] for spread in SPREADS)], dtype=np.float32)
-    factors = np.exp(sigmas * DRAWS).astype(np.float64)
+    factors = FACTORS[run_class]
     sampled: dict[str, Any] = {"step_s": step_s * float(np.exp(mean)) * factors[0]}
     for spread, factor in zip(SPREADS, factors[1:], strict=True):
         for field in spread.fields:
@@ -147,7 +169,9 @@ def figure_ranges(resolved: Resolved, row: Mapping[str, Any]) -> tuple[dict[str,
     stack = np.empty((len(figures), SAMPLES))
     for i, figure in enumerate(figures):
         stack[i] = figure  # a figure that no sample moves (a fixed window) broadcasts
-    sampled_q = np.partition(stack, _RANKS, axis=1)[:, _RANKS]  # the ranks alone: no full sort
+    # A full sort of each row: with numpy 2 a partition at three ranks costs twice the sort of 1,001 values
+    # (bench/README.md); the samples at the ranks are the same either way.
+    sampled_q = np.sort(stack, axis=1)[:, _RANKS]
     # The step's figures depend on r alone: their quantiles are exact.
     step_factor = [math.exp(mean + sigma * z) for z in _Z]
     tokens_per_s, mfu = float(row["tokens_per_s"]), float(row["mfu"])

@@ -132,6 +132,11 @@ def test_with_nothing_uncertain_the_range_collapses_on_the_ledger(monkeypatch: p
     figures when every spread and the step's sigma are zero."""
     monkeypatch.setattr(ranges_module, "SPREADS", tuple(replace(s, sigma=0.0) for s in SPREADS))
     monkeypatch.setattr(ranges_module, "STEP_CLASSES", dict.fromkeys(CLASSES, (0.0, 0.0)))
+    monkeypatch.setattr(
+        ranges_module,
+        "FACTORS",
+        ranges_module.factor_table(ranges_module.STEP_CLASSES, ranges_module.SPREADS),
+    )
     for name in (LLAMA, "seed000-llama3-70b-512xh100-poland.yaml", "deepseek-v3-2048xh800.yaml"):
         report = solve(load_example(name))
         for key in HEADLINE:
