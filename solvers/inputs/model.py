@@ -119,11 +119,7 @@ def _parse_mla(
             r.error(join(mla_path, field), "required for Multi-head Latent Attention")
     if len(nums) != len(mla_given) or r.failed_under(mla_path):
         return None
-    source = (
-        SCENARIO
-        if given_here
-        else f"model preset '{preset_key}': " + _model_preset_source(preset_key or "", "mla")
-    )
+    source = SCENARIO if given_here else _model_preset_source(preset_key or "", "mla")
     doc: dict[str, int] = {}
     for field in _MLA_FIELDS:
         row = fields.TABLE[join(mla_path, field)]
