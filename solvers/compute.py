@@ -7,6 +7,7 @@ Conventions
 -----------
 * **Model FLOPs** follow PaLM (Chowdhery et al. 2022, appendix B): ``6 * N_active + 12 * L * h * s`` per
   token, counting attention non-causally (the full ``s x s`` score matrix). This is the numerator of MFU.
+  With Multi-head Latent Attention (``model.mla``) the attention term uses MLA's query/key and value widths.
 * **Recompute FLOPs** are extra forward work: ``full`` re-runs the whole forward pass (+1/3 of the model
   FLOPs, Korthikanti et al. 2022 §5); ``selective`` re-runs only the attention core ``QK^T``, softmax and
   ``AV`` (+``4 * L * h * s`` per token, the forward third of the attention term; Korthikanti et al. 2022
@@ -117,19 +118,46 @@ def active_expert_params(*, model: ModelSpec) -> float:
     return float(min(moe.moe_layers * moe.top_k * per_expert, model.active_params))
 
 
+def attention_widths(*, model: ModelSpec) -> tuple[float, float]:
+    """(query/key width, value width) summed over the heads: the inner sizes of ``QK^T`` and ``AV``.
+
+    Multi-head and grouped-query attention: ``(h, h)`` (every query head is ``h / heads`` wide; shared K/V
+    heads change no per-head FLOPs). Multi-head Latent Attention: ``(heads x (d_nope + d_rope), heads x
+    d_v)``, the per-head sizes the attention core multiplies in training, where keys and values are
+    up-projected from the latent (DeepSeek-V2 §2.1.2-2.1.3, DeepSeek-V3 §2.1.1).
+    Example: DeepSeek-V3, 128 heads of 128 + 64 and 128: (24,576, 16,384), against h = 7,168.
+    """
+    mla = model.mla
+    if mla is None:
+        return float(model.hidden), float(model.hidden)
+    heads = float(model.heads)
+    return heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim), heads * mla.v_head_dim
+
+
 def model_flops_per_token(*, model: ModelSpec, seq_len: int) -> float:
     """PaLM model FLOPs per token: ``6 * N_active + 12 * L * h * s`` (Chowdhery et al. 2022, appendix B).
 
+    The attention term is ``attention_flops_per_token`` (with MLA, ``6 L s (d_qk + d_v)``).
     Example: Llama 3 405B at s = 8,192: 6 x 405e9 + 12 x 126 x 16,384 x 8,192 = 2.430e12 + 0.203e12
-    = 2.633e12 FLOP per token.
+    = 2.633e12 FLOP per token. DeepSeek-V3 at s = 4,096: 6 x 37e9 + 6 x 61 x 4,096 x 40,960 = 2.220e11
+    + 0.614e11 = 2.834e11, against 2.80e11 implied by the ISCA'25 paper's Table 4 (432 TFLOP/s x 2,048 GPUs
+    x 19.926 s / (15,360 x 4,096) tokens).
     """
-    attention = ATTENTION_FLOPS_PER_TOKEN_PER_LAYER_PER_HS * model.layers * model.hidden * seq_len
-    return 6.0 * model.active_params + attention
+    return 6.0 * model.active_params + attention_flops_per_token(model=model, seq_len=seq_len)
 
 
 def attention_flops_per_token(*, model: ModelSpec, seq_len: int) -> float:
-    """The attention-core share of the model FLOPs: ``12 * L * h * s`` (PaLM appendix B)."""
-    return ATTENTION_FLOPS_PER_TOKEN_PER_LAYER_PER_HS * model.layers * model.hidden * seq_len
+    """The attention-core share of the model FLOPs: ``12 * L * h * s`` (PaLM appendix B).
+
+    PaLM's term is ``6 L s (d_qk + d_v)`` (``QK^T`` and ``AV``, 2 FLOPs per multiply-add, x3 for forward and
+    backward) with ``d_qk = d_v = h``; Multi-head Latent Attention uses its own widths (``attention_widths``).
+    Example: DeepSeek-V3, s = 4,096: 6 x 61 x 4,096 x (24,576 + 16,384) = 6.14e10 FLOP per token, against
+    12 x 61 x 7,168 x 4,096 = 2.15e10 counted as multi-head attention of width h.
+    """
+    if model.mla is None:
+        return ATTENTION_FLOPS_PER_TOKEN_PER_LAYER_PER_HS * model.layers * model.hidden * seq_len
+    qk, v = attention_widths(model=model)
+    return ATTENTION_FLOPS_PER_TOKEN_PER_LAYER_PER_HS / 2.0 * model.layers * seq_len * (qk + v)
 
 
 def recompute_flops_per_token(*, model: ModelSpec, seq_len: int, recompute: Num) -> Num:

@@ -96,15 +96,27 @@ class ScenarioLedger(Protocol):
     def cloud_usd_per_gpu_hour(self) -> float | None: ...
 
 
-def step_assumptions(peaks: Mapping[str, float], precision: str) -> list[Assumption]:
-    """The step's conventions: how model FLOPs are counted and which peaks ``mfu`` and ``mfu_bf16`` use."""
+def step_assumptions(peaks: Mapping[str, float], precision: str, *, mla: bool = False) -> list[Assumption]:
+    """The step's conventions: how model FLOPs are counted and which peaks ``mfu`` and ``mfu_bf16`` use.
+    ``mla``: the model has Multi-head Latent Attention, whose attention core counts at its own widths."""
+    if mla:
+        flops = "6 * active_params + 6 * layers * seq_len * heads * (qk_nope + qk_rope + v_head_dim)"
+        flops_source = (
+            "PaLM convention (Chowdhery et al. 2022, appendix B) with MLA's per-head query/key and value widths "
+            "(DeepSeek-V3 §2.1.1), non-causal attention; recompute excluded from mfu and counted in hfu"
+        )
+    else:
+        flops = "6 * active_params + 12 * layers * hidden * seq_len"
+        flops_source = (
+            "PaLM convention (Chowdhery et al. 2022, appendix B), non-causal attention; recompute "
+            "excluded from mfu and counted in hfu"
+        )
     return [
         {
             "key": "step.model_flops_per_token",
-            "value": "6 * active_params + 12 * layers * hidden * seq_len",
+            "value": flops,
             "unit": "FLOP/token",
-            "source": "PaLM convention (Chowdhery et al. 2022, appendix B), non-causal attention; recompute "
-            "excluded from mfu and counted in hfu",
+            "source": flops_source,
         },
         {
             "key": "step.mfu",

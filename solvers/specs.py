@@ -47,6 +47,18 @@ class MoESpec:
 
 
 @dataclass(frozen=True)
+class MLASpec:
+    """Multi-head Latent Attention (DeepSeek-V2 §2.1, DeepSeek-V3 §2.1.1): queries and keys/values pass
+    through low-rank latents; each head's query/key has a non-positional part and a rotary part."""
+
+    q_lora_rank: int  # query latent width (0: queries projected from hidden directly)
+    kv_lora_rank: int  # key/value latent width
+    qk_nope_head_dim: int  # per-head query/key width without rotary embedding
+    qk_rope_head_dim: int  # per-head query/key width with rotary embedding (the key part shared by heads)
+    v_head_dim: int  # per-head value width
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     name: str
     layers: int
@@ -60,6 +72,7 @@ class ModelSpec:
     moe: MoESpec | None = None
     gated_mlp: bool = True  # SwiGLU-style: three FFN matrices instead of two
     dropout: bool = True  # dropout after attention and MLP (and on the attention probabilities) is stored
+    mla: MLASpec | None = None  # Multi-head Latent Attention in place of (grouped-query) multi-head attention
 
 
 class PeakTflops(Mapping[str, float]):

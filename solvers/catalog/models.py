@@ -3,7 +3,7 @@
 Fields follow ``model`` of the scenario document (CONTRACT.md): ``layers``, ``hidden``, ``ffn_hidden``,
 ``heads``, ``kv_heads``, ``vocab``, ``params`` (total, all experts), ``active_params`` (per token; MoE only),
 ``gated_mlp`` (SwiGLU: three FFN matrices), ``dropout`` (false when the model trains without dropout; true,
-the Korthikanti et al. count, when unstated), ``moe`` and ``seq_len`` (the context length the model was
+the Korthikanti et al. count, when unstated), ``moe``, ``mla`` (Multi-head Latent Attention) and ``seq_len`` (the context length the model was
 pre-trained at, used as the default ``training.seq_len``).
 
 The Megatron-LM SC'21 family (Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters
@@ -174,12 +174,23 @@ MODELS: dict[str, dict[str, Any]] = {
             "shared_experts": 1,
             "moe_layers": 58,
         },
+        "mla": {
+            "q_lora_rank": 1536,
+            "kv_lora_rank": 512,
+            "qk_nope_head_dim": 128,
+            "qk_rope_head_dim": 64,
+            "v_head_dim": 128,
+        },
         "seq_len": 4096,
         "sources": {
             "shape": "DeepSeek-V3 technical report (2024) §4.2: 61 layers, hidden 7,168, 128 heads (MLA), "
             "first 3 layers dense (FFN 18,432), 1 shared + 256 routed experts of width 2,048, top-8",
             "vocab": "DeepSeek-V3 technical report §4.1: byte-level BPE, 128K vocabulary (129,280 in the "
             "released config)",
+            "mla": "DeepSeek-V3 technical report §2.1.1 and §4.2: Multi-head Latent Attention, query latent "
+            "1,536, key/value latent 512, per-head query/key 128 + 64 (rotary), value 128 (q_lora_rank, "
+            "kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim in the released "
+            "inference/configs/config_671B.json)",
             "params": "DeepSeek-V3 technical report §1: 671B total, 37B activated per token",
             "seq_len": "DeepSeek-V3 technical report §4.2: maximum sequence length 4K in pre-training",
             "dropout": _UNSTATED_DROPOUT,

@@ -213,6 +213,18 @@ FIELDS: tuple[Field, ...] = (
     _int("model.moe.expert_ffn_hidden", 1, MAX_FFN_HIDDEN),
     _int("model.moe.shared_experts", 0, MAX_EXPERTS, default=0, source="convention: no shared expert"),
     _int("model.moe.moe_layers", 1, MAX_LAYERS),
+    _obj("model.mla"),
+    _int(
+        "model.mla.q_lora_rank",
+        0,
+        MAX_HIDDEN,
+        default=0,
+        source="convention: queries projected from the hidden state without a latent (DeepSeek-V2-Lite)",
+    ),
+    _int("model.mla.kv_lora_rank", 1, MAX_HIDDEN),
+    _int("model.mla.qk_nope_head_dim", 1, MAX_HIDDEN),
+    _int("model.mla.qk_rope_head_dim", 0, MAX_HIDDEN),
+    _int("model.mla.v_head_dim", 1, MAX_HIDDEN),
     # --- cluster ---------------------------------------------------------------------------------------
     _obj("cluster"),
     Field("cluster.node", "key", catalog="NODES", nullable=True),

@@ -9,7 +9,7 @@ from typing import Any
 from solvers import catalog
 from solvers.inputs import fields
 from solvers.inputs.reader import SCENARIO, Reader, join, preset_notes, read_numbers, resolve_value
-from solvers.specs import ModelSpec, MoESpec
+from solvers.specs import MLASpec, ModelSpec, MoESpec
 
 DEFAULT_MODEL_PRESET = "llama3-8b"
 PATH = "model"
@@ -36,6 +36,7 @@ def transformer_params(
     gated_mlp: bool,
     tied_embeddings: bool,
     moe: Mapping[str, int] | None,
+    mla: Mapping[str, int] | None = None,
 ) -> tuple[float, float]:
     """(total, active) parameter counts of a decoder-only transformer from its shape.
 
@@ -47,9 +48,14 @@ def transformer_params(
 
     Example: Llama 3 405B (126 x 16,384, FFN 53,248, 128/8 heads, vocab 128,256, SwiGLU, untied):
     126 x (570.4M + 2,617.2M + 32.8K) + 2 x 2.10B = 405.8B, against 405B published (Llama 3 Table 3).
+    With Multi-head Latent Attention the attention weights are ``mla_attention_params``: DeepSeek-V3 comes to
+    671.0B total and 37.6B activated, against 671B and 37B (technical report §1, without the MTP module).
     """
-    head_dim = hidden / heads
-    attention = 2.0 * hidden * hidden + 2.0 * hidden * kv_heads * head_dim
+    if mla:
+        attention = mla_attention_params(hidden=hidden, heads=heads, mla=mla)
+    else:
+        head_dim = hidden / heads
+        attention = 2.0 * hidden * hidden + 2.0 * hidden * kv_heads * head_dim
     mats = 3.0 if gated_mlp else 2.0
     norms = 2.0 * hidden
     dense_layer = attention + mats * hidden * ffn_hidden + norms
@@ -64,6 +70,66 @@ def transformer_params(
     moe_active = base + (moe["top_k"] + moe["shared_experts"]) * expert
     dense = (layers - moe_layers) * dense_layer + embeddings
     return dense + moe_layers * moe_total, dense + moe_layers * moe_active
+
+
+def mla_attention_params(*, hidden: int, heads: int, mla: Mapping[str, int]) -> float:
+    """Weights of one Multi-head Latent Attention block (DeepSeek-V2 §2.1.2-2.1.3, DeepSeek-V3 §2.1.1).
+
+    Query: ``h x d_cq`` down-projection, its RMSNorm ``d_cq`` and ``d_cq x heads (d_nope + d_rope)``
+    up-projection (one ``h x heads (d_nope + d_rope)`` matrix when ``q_lora_rank`` is 0). Key/value:
+    ``h x (d_c + d_rope)`` down-projection (the latent and the rotary key shared by all heads), its RMSNorm
+    ``d_c`` and ``d_c x heads (d_nope + d_v)`` up-projection. Output: ``heads d_v x h``.
+    Example: DeepSeek-V3 (h 7,168, 128 heads, d_cq 1,536, d_c 512, 128 + 64, d_v 128): 11.0M + 37.7M + 4.1M
+    + 16.8M + 117.4M = 187.1M per layer (inference/model.py of deepseek-ai/DeepSeek-V3 has these matrices).
+    """
+    qk_head = mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"]
+    q_rank = mla["q_lora_rank"]
+    if q_rank > 0:
+        query = float(hidden) * q_rank + q_rank + float(q_rank) * heads * qk_head
+    else:
+        query = float(hidden) * heads * qk_head
+    kv_rank = mla["kv_lora_rank"]
+    key_value = (
+        float(hidden) * (kv_rank + mla["qk_rope_head_dim"])
+        + kv_rank
+        + float(kv_rank) * heads * (mla["qk_nope_head_dim"] + mla["v_head_dim"])
+    )
+    output = float(heads) * mla["v_head_dim"] * hidden
+    return query + key_value + output
+
+
+_MLA_FIELDS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+
+
+def _parse_mla(
+    r: Reader, given: Mapping[str, Any], preset: Mapping[str, Any] | None, preset_key: str | None, path: str
+) -> dict[str, int] | None:
+    """The ``model.mla`` block (Multi-head Latent Attention), from the scenario or the preset, or None."""
+    given_here = "mla" in given
+    raw = given["mla"] if given_here else (preset or {}).get("mla")
+    if raw is None:
+        return None
+    mla_path = join(path, "mla")
+    mla_given = r.mapping(raw, mla_path, fields.TABLE.keys(mla_path))
+    if mla_given is None:
+        return None
+    nums = read_numbers(r, mla_given, mla_path)
+    for field in _MLA_FIELDS:
+        if field not in mla_given and not fields.TABLE[join(mla_path, field)].has_default:
+            r.error(join(mla_path, field), "required for Multi-head Latent Attention")
+    if len(nums) != len(mla_given) or r.failed_under(mla_path):
+        return None
+    source = SCENARIO if given_here else _model_preset_source(preset_key or "", "mla")
+    doc: dict[str, int] = {}
+    for field in _MLA_FIELDS:
+        row = fields.TABLE[join(mla_path, field)]
+        if field in nums:
+            doc[field] = int(nums[field])
+            r.note(join(mla_path, field), doc[field], "", source)
+        else:
+            doc[field] = int(row.default)
+            r.note(join(mla_path, field), doc[field], "", row.source)
+    return doc
 
 
 def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None, dict[str, Any], int | None]:
@@ -183,6 +249,8 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
                 if moe_doc["moe_layers"] > layers:
                     r.error(join(moe_path, "moe_layers"), f"must be <= model.layers (={layers:,})")
 
+    mla_doc = _parse_mla(r, given, preset, preset_key, path)
+
     derived_total, derived_active = transformer_params(
         layers=layers,
         hidden=hidden,
@@ -193,6 +261,7 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
         gated_mlp=gated,
         tied_embeddings=tied,
         moe=moe_doc,
+        mla=mla_doc,
     )
     derived_src = "derived from the architecture (solvers.inputs.model.transformer_params)"
     params = float(pick("params", derived_total, derived_src))
@@ -226,6 +295,8 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
         "dropout": dropout,
         "moe": moe_doc,
     }
+    if mla_doc is not None:  # only MLA models carry the key, so other models' documents are unchanged
+        doc["mla"] = mla_doc
     spec = ModelSpec(
         name=model_name,
         layers=layers,
@@ -239,6 +310,7 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
         moe=MoESpec(**moe_doc) if moe_doc else None,
         gated_mlp=gated,
         dropout=dropout,
+        mla=MLASpec(**mla_doc) if mla_doc else None,
     )
     preset_seq = int(preset["seq_len"]) if preset is not None and "seq_len" in preset else None
     return spec, doc, preset_seq

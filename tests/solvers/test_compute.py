@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from solvers import compute
+from solvers.specs import MLASpec
 from tests.solvers.test_engine import DEEPSEEK_V3, GPT3_175B, LLAMA3_405B
 
 
@@ -22,6 +25,25 @@ def test_moe_flops_use_active_parameters() -> None:
     assert compute.expert_params(model=DEEPSEEK_V3) == pytest.approx(58 * 256 * 3 * 7168 * 2048)
     assert compute.active_expert_params(model=DEEPSEEK_V3) == pytest.approx(58 * 8 * 3 * 7168 * 2048)
     assert compute.expert_params(model=LLAMA3_405B) == 0.0
+
+
+def test_mla_attention_flops_follow_its_head_widths() -> None:
+    """DeepSeek-V3's MLA: QK^T over 128 x (128 + 64) and AV over 128 x 128 per token, x 6 L s (PaLM's
+    count with MLA's widths), near the 2.80e11 FLOP per token the ISCA'25 paper's Table 4 implies."""
+    mla = MLASpec(
+        q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128
+    )
+    model = dataclasses.replace(DEEPSEEK_V3, mla=mla)
+    assert compute.attention_widths(model=model) == (24_576.0, 16_384.0)
+    assert compute.attention_widths(model=DEEPSEEK_V3) == (7168.0, 7168.0)
+    attention = 6 * 61 * 4096 * (24_576 + 16_384)
+    assert compute.attention_flops_per_token(model=model, seq_len=4096) == pytest.approx(attention)
+    flops = compute.model_flops_per_token(model=model, seq_len=4096)
+    assert flops == pytest.approx(6 * 37e9 + attention)
+    implied = 432e12 * 2048 * 19.926 / (15_360 * 4096)
+    assert flops == pytest.approx(implied, rel=0.02)
+    selective = compute.recompute_flops_per_token(model=model, seq_len=4096, recompute=1)
+    assert selective == pytest.approx(attention / 3)
 
 
 def test_recompute_flops() -> None:

@@ -264,6 +264,49 @@ def test_architecture_parameter_count_matches_published_sizes() -> None:
         assert active == total
 
 
+def test_mla_parameter_count_matches_deepseek_v3() -> None:
+    """DeepSeek-V3 with MLA from its shape: 671B total and 37B activated (technical report §1)."""
+    m = MODELS["deepseek-v3"]
+    total, active = transformer_params(
+        layers=m["layers"],
+        hidden=m["hidden"],
+        ffn_hidden=m["ffn_hidden"],
+        heads=m["heads"],
+        kv_heads=m["kv_heads"],
+        vocab=m["vocab"],
+        gated_mlp=m["gated_mlp"],
+        tied_embeddings=False,
+        moe=m["moe"],
+        mla=m["mla"],
+    )
+    assert total == pytest.approx(671e9, rel=0.001)
+    assert active == pytest.approx(37e9, rel=0.02)
+
+
+def test_mla_block_reaches_the_model_spec() -> None:
+    r = resolve({**base_doc(), "model": {"preset": "deepseek-v3"}})
+    assert r.model.mla is not None and r.model.mla.kv_lora_rank == 512
+    assert assumption(r, "model.mla.qk_rope_head_dim")["source"].startswith("model preset 'deepseek-v3'")
+    doc = base_doc()
+    doc["model"] = {
+        "layers": 4,
+        "hidden": 1024,
+        "heads": 8,
+        "vocab": 1000,
+        "mla": {"kv_lora_rank": 128, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32, "v_head_dim": 64},
+    }
+    r = resolve(doc)
+    assert r.model.mla is not None and r.model.mla.q_lora_rank == 0
+    assert assumption(r, "model.mla.q_lora_rank")["source"].startswith("convention")
+    assert resolve({**base_doc(), "model": {"preset": "llama3-8b"}}).model.mla is None
+    # null states multi-head attention of width hidden (the description before solver 1.5.0)
+    assert resolve({**base_doc(), "model": {"preset": "deepseek-v3", "mla": None}}).model.mla is None
+    bad = base_doc()
+    bad["model"] = {"layers": 4, "hidden": 1024, "heads": 8, "vocab": 1000, "mla": {"kv_lora_rank": 128}}
+    with pytest.raises(ScenarioError, match="qk_nope_head_dim"):
+        resolve(bad)
+
+
 def test_moe_active_parameters_follow_top_k() -> None:
     r = resolve({**base_doc(), "model": {"preset": "mixtral-8x7b"}})
     assert r.model.moe is not None and r.model.moe.top_k == 2
