@@ -225,7 +225,7 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
                     if field not in moe_given:
                         r.error(join(moe_path, field), "required for a mixture-of-experts model")
             if len(moe_nums) == len(moe_given) and not r.failed_under(moe_path):
-                source = SCENARIO if moe_src_given else f"model preset '{preset_key}': " + psrc("shape")
+                source = SCENARIO if moe_src_given else psrc("shape")
                 moe_doc = {
                     "experts": int(moe_nums["experts"]),
                     "top_k": int(moe_nums["top_k"]),

@@ -15,6 +15,7 @@ from solvers.canonical import canonical_hash
 from solvers.entry import SOLVER_VERSION
 from solvers.errors import ScenarioError, SolverInternalError
 from solvers.inputs import resolve
+from solvers.published import load_example
 from solvers.report import _plain_checked, reason_to_error
 from tests.profiles import examples
 
@@ -327,3 +328,14 @@ def test_any_report_is_finite_or_a_scenario_error(
         return
     json.dumps(report, allow_nan=False)
     assert report["step"]["step_s"] > 0
+
+
+@pytest.mark.parametrize("name", ["deepseek-v3-2048xh800.yaml", "mixtral-8x7b-256xh200.yaml"])
+def test_a_preset_names_itself_once_in_each_assumption_source(name: str) -> None:
+    """A field given by a model preset cites the preset once: ``model preset 'x': <source>``."""
+    document = load_example(name)
+    sources = [entry["source"] for entry in solve(document, ranges=False)["assumptions"]]
+    assert sources
+    assert all(source.count("model preset '") <= 1 for source in sources), [
+        s for s in sources if s.count("model preset '") > 1
+    ]
