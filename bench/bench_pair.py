@@ -1,7 +1,7 @@
 """Paired timing of (a), one report per distinct plan, for two checkouts of this project in turn.
 
 Two worker processes (one per checkout, each fresh) solve the same chunks of the distinct plans of
-``bench_solve.candidate_plans`` (refused ones dropped first), in alternating order chunk by chunk, each
+``bench_solve.candidate_plans`` (those either checkout refuses dropped first), in alternating order chunk by chunk, each
 document once per process; the figure is the median over chunks of the ratio baseline/this. Both sides see
 the same machine load within a chunk, so the ratio moves far less than two figures taken minutes apart.
 
@@ -28,10 +28,11 @@ docs = json.load(open(sys.argv[2]))
 clock = time.process_time
 for line in sys.stdin:
     a, b = map(int, line.split())
+    chunk = docs[a:b]
     t0 = clock()
-    for doc in docs[a:b]:
+    for doc in chunk:
         solvers.solve(doc, ranges=False)
-    print((clock() - t0) / (b - a), flush=True)
+    print((clock() - t0) / len(chunk), flush=True)
 """
 
 FILTER = r"""
@@ -58,15 +59,17 @@ def main() -> None:
     parser.add_argument("--chunk", type=int, default=25, help="plans per timed chunk")
     args = parser.parse_args()
     sides = (str(REPO), str(args.baseline_repo.resolve()))
-    plans = [plan["doc"] for plan in candidate_plans(PLANS + 100)]
-    kept = subprocess.run(
-        [sys.executable, "-c", FILTER, sides[0]],
-        input=json.dumps(plans),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    docs = json.loads(kept.stdout)[:PLANS]
+    docs = [plan["doc"] for plan in candidate_plans(PLANS + 100)]
+    for side in sides:  # a plan either checkout refuses is dropped: both time the same documents
+        kept = subprocess.run(
+            [sys.executable, "-c", FILTER, side],
+            input=json.dumps(docs),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        docs = json.loads(kept.stdout)
+    docs = docs[:PLANS]
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
         json.dump(docs, handle)
     times: dict[str, list[float]] = {side: [] for side in sides}

@@ -29,7 +29,7 @@ from solvers.ledger import LedgerInputs, compute_ledger, energy_carbon, schedule
 from solvers.report import compose
 from solvers.report_types import Report, SearchSummary, TcoBlock
 from solvers.search.envelope import load_envelope, support_blocks
-from solvers.search.ranking import search_resolved
+from solvers.search.ranking import search_resolved, search_space
 from solvers.search.request import DEFAULT_WITHIN_VALIDATED
 from solvers.version import SOLVER_VERSION
 
@@ -98,14 +98,18 @@ def pick_layout(resolved: Resolved) -> tuple[Layout, dict[str, Any], SearchSumma
             raise ScenarioError([reason_to_error(rule or "training.layout: invalid layout")])
         return resolved.layout, dict(step), None
     envelope = load_envelope()
+    # ``layout: auto`` states no layout, so the space is the default one (both gradient-reduction dtypes).
+    space = search_space(resolved, resolved.document, None)
     try:
-        result = search_resolved(resolved, within_validated=DEFAULT_WITHIN_VALIDATED, envelope=envelope)
+        result = search_resolved(
+            resolved, space=space, within_validated=DEFAULT_WITHIN_VALIDATED, envelope=envelope
+        )
     except ScenarioError as exc:
         # A solve must give a report: with no feasible layout inside the envelope it ranks every layout and
         # its ``support`` block says why the one it picks is unlike the validated runs.
         if not DEFAULT_WITHIN_VALIDATED or exc.errors[0].path != "search.within_validated":
             raise
-        result = search_resolved(resolved, within_validated=False, envelope=envelope)
+        result = search_resolved(resolved, space=space, within_validated=False, envelope=envelope)
     layout = Layout.of(result.layouts, 0)
     row, _ = engine.evaluate_one(model=model, cluster=cluster, training=training, layout=layout)
     if row is None:  # the search keeps only layouts that keep every rule

@@ -30,7 +30,7 @@ from solvers.catalog.fitted import family_of
 from solvers.corpus import MFU_METRICS, Corpus, Run
 from solvers.inputs import resolve
 from solvers.layout import Layout
-from solvers.specs import ClusterSpec, ModelSpec, TrainingSpec
+from solvers.specs import EFFECT_SWITCHES, ClusterSpec, ModelSpec, TrainingSpec
 
 FAMILIES: tuple[str, ...] = ("ampere", "hopper", "blackwell")
 EFFECT_CONSTANTS: tuple[str, ...] = (
@@ -72,16 +72,7 @@ START: dict[str, float] = {
     "fp8_rate_factor": PRECISION_RATE_FACTOR["fp8"][0],
     "attention_rate_factor": 1.0,
 }
-_EFFECT_NAMES = (
-    "matrix_shape",
-    "stragglers",
-    "moe_overhead",
-    "pipeline_ends",
-    "context_parallel",
-    "attention_core",
-    "zero3_recompute_regather",
-    "fp8_scope",
-)
+_EFFECT_NAMES = EFFECT_SWITCHES
 
 
 @dataclass(frozen=True)

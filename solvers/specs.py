@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from types import SimpleNamespace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -168,6 +168,11 @@ class OverlapSpec:
     ep: float = 0.0
 
 
+def _switch(source: str) -> Any:
+    """An ``EffectsSpec`` switch (off by default) whose field-table source is ``source``."""
+    return field(default=False, metadata={"effect_source": source})
+
+
 @dataclass(frozen=True)
 class EffectsSpec:
     """The step-model effects of ``solvers.effects``, each with its switch, and their fitted constants.
@@ -177,14 +182,38 @@ class EffectsSpec:
     (``training.efficiency.effects.<name>``), with the constants of ``solvers.catalog.fitted``.
     """
 
-    matrix_shape: bool = False
-    stragglers: bool = False
-    moe_overhead: bool = False
-    pipeline_ends: bool = False
-    context_parallel: bool = False
-    attention_core: bool = False
-    zero3_recompute_regather: bool = False
-    fp8_scope: bool = False
+    matrix_shape: bool = _switch(
+        "tile quantisation and a saturating curve in the narrowest GEMM dimension (NVIDIA, Matrix "
+        "Multiplication Background User's Guide, ch. 3); half-rate dimension fitted (solvers.catalog.fitted)"
+    )
+    stragglers: bool = _switch(
+        "the step waits for the slowest of N ranks: 1 + sigma sqrt(2 ln N) (extreme-value bound; Dean & "
+        "Barroso, The Tail at Scale, CACM 2013); sigma fitted (solvers.catalog.fitted)"
+    )
+    moe_overhead: bool = _switch(
+        "MoE token permutation (8 HBM passes over the routed copies, Megatron-Core token dispatcher) and the "
+        "busiest expert rank's load skew (fitted, solvers.catalog.fitted)"
+    )
+    pipeline_ends: bool = _switch(
+        "the output layer runs on the last stage, which a stage planner rebalances (Llama 3 §3.3.2)"
+    )
+    context_parallel: bool = _switch(
+        "the attention core runs on s/cp blocks at the matrix-shape curve (ring attention, Liu et al. 2023)"
+    )
+    attention_core: bool = _switch(
+        "the attention core (QK^T, softmax, AV) runs at its own rate, a fitted factor of the large-GEMM rate "
+        "(FlashAttention kernels reach a different share of peak than GEMMs; Dao 2023, FlashAttention-2)"
+    )
+    zero3_recompute_regather: bool = _switch(
+        "ZeRO-3 with parameters resharded after the forward pass and full recomputation gathers the weights "
+        "a third time, for the recomputed forward (DeepSpeed's forward hooks fire again in the backward "
+        "pass: deepspeedai/DeepSpeed issue #4784); no constant"
+    )
+    fp8_scope: bool = _switch(
+        "in FP8 training only the transformer blocks' linear layers run in FP8: the attention core and the "
+        "output layer run at the BF16 rate (Transformer Engine: FP8 attention is opt-in, fp8_dpa=False; "
+        "torchtitan's float8 leaves the output layer out; DeepSeek-V3 §3.3.1); no constant"
+    )
     shape_half_dim: float = 0.0  # GEMM dimension at which the saturating curve reaches half its plateau
     jitter: float = 0.0  # relative standard deviation of one rank's step time (straggler term)
     moe_skew: float = 0.0  # busiest expert rank's load over the mean, minus one
@@ -193,16 +222,16 @@ class EffectsSpec:
 
     @property
     def any_on(self) -> bool:
-        return (
-            self.matrix_shape
-            or self.stragglers
-            or self.moe_overhead
-            or self.pipeline_ends
-            or self.context_parallel
-            or self.attention_core
-            or self.zero3_recompute_regather
-            or self.fp8_scope
-        )
+        return any(getattr(self, name) for name in EFFECT_SWITCHES)
+
+
+# The switches, in the order of the fields above: the one list the field table
+# (``training.efficiency.effects.<name>``, with each field's text as its source), the resolver and
+# ``solvers.fit`` read. A new effect is one more ``_switch`` field of ``EffectsSpec``.
+EFFECT_SOURCES: tuple[tuple[str, str], ...] = tuple(
+    (f.name, str(f.metadata["effect_source"])) for f in fields(EffectsSpec) if "effect_source" in f.metadata
+)
+EFFECT_SWITCHES: tuple[str, ...] = tuple(name for name, _ in EFFECT_SOURCES)
 
 
 @dataclass(frozen=True)

@@ -45,13 +45,11 @@ from solvers.search import (
     OBJECTIVES,
     PARETO_METRICS,
     SearchRequest,
-    default_space,
     layout_dict,
     ledger_metrics,
     parse_search_request,
     search_resolved,
-    space_from_document,
-    stated_layout,
+    search_space,
     with_auto_layout,
 )
 
@@ -379,15 +377,7 @@ def sweep_point(plan: SweepPlan, index: int, *, pricing: prices.Pricing | None =
         row["prices"] = provenance
     try:
         resolved = resolve(with_auto_layout(document))
-        space = space_from_document(
-            plan.request.space,
-            default=default_space(
-                model=resolved.model,
-                cluster=resolved.cluster,
-                training=resolved.training,
-                stated_layout=stated_layout(document),
-            ),
-        )
+        space = search_space(resolved, document, plan.request.space)
         result = search_resolved(
             resolved,
             objective=plan.request.objective,

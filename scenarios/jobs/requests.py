@@ -3,6 +3,7 @@ runs; a request over the limits or with a broken rule is refused with the field 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -83,16 +84,15 @@ def _auto_layout(document: Mapping[str, Any]) -> dict[str, Any]:
 def _layouts_of(document: Mapping[str, Any], space: Any) -> int:
     """Layouts the search of ``document`` over ``space`` would build (``count_layouts``, milliseconds)."""
     from solvers import resolve
-    from solvers.search import count_layouts, default_space, space_from_document, stated_layout
+    from solvers.search import count_layouts, search_space
 
     resolved = resolve(_auto_layout(document))
-    model, cluster, training = resolved.model, resolved.cluster, resolved.training
-    default = default_space(
-        model=model, cluster=cluster, training=training, stated_layout=stated_layout(document)
-    )
     return int(
         count_layouts(
-            model=model, cluster=cluster, training=training, space=space_from_document(space, default=default)
+            model=resolved.model,
+            cluster=resolved.cluster,
+            training=resolved.training,
+            space=search_space(resolved, document, space),
         )
     )
 
@@ -107,7 +107,8 @@ def _job_hash(
     """The result key of a job: its kind, the canonical hash of the resolved scenario (layout left to the
     search), its options and, for a sweep (whose document is unpriced: each point is priced after its
     fields are set), the pricing its points use. A search also keys on the plan's own layout: it is
-    reported as the baseline."""
+    reported as the baseline (and narrows the space). A sweep keys on the space its points search instead,
+    in its options (``_sweep_options``)."""
     from solvers import canonical_hash, resolve
 
     training = document.get("training")
@@ -261,13 +262,22 @@ def _plan_of(document: Mapping[str, Any], params: Mapping[str, Any]) -> Any:
 
 
 def _sweep_options(planned: Any) -> dict[str, Any]:
-    """What a sweep's result depends on besides the scenario: the expanded axes, not their spelling."""
+    """What a sweep's result depends on besides the scenario: the expanded axes, not their spelling, and the
+    space its points search as ``solvers.search.search_space`` builds it from the plan's document (the key
+    of the scenario has its layout left to the search, but the layout it states still narrows the space:
+    a stated FP32 gradient reduction keeps every point's search to FP32)."""
+    from solvers import resolve
+    from solvers.search import search_space
+
+    scenario = planned.request.scenario
+    searched = search_space(resolve(_auto_layout(scenario)), scenario, planned.request.space)
     return {
         "axes": [{"field": a.field, "values": list(a.values)} for a in planned.axes],
         "mode": planned.mode,
         "objective": planned.request.objective,
         "pareto": list(planned.pareto),
         "space": planned.request.space,
+        "searched": dataclasses.asdict(searched),
         "within_validated": planned.request.within_validated,
     }
 
@@ -442,22 +452,14 @@ def sweep_check(*, plan: Plan, sweep: Mapping[str, Any], search: Mapping[str, An
 
     Nothing is solved; resolving every point takes well under a second for ``MAX_SWEEP_POINTS`` points."""
     from solvers import ScenarioError, resolve
-    from solvers.search import default_space, space_from_document, stated_layout
+    from solvers.search import search_space
 
     # The points are set on the plan's unpriced document, as the worker sets them (each is priced after).
     document = services.plan_base_document(plan=plan)
     try:
         planned = _plan_of(document, {"sweep": sweep, "search": search})
         resolved = resolve(_auto_layout(planned.request.scenario))
-        space_from_document(
-            planned.request.space,
-            default=default_space(
-                model=resolved.model,
-                cluster=resolved.cluster,
-                training=resolved.training,
-                stated_layout=stated_layout(planned.request.scenario),
-            ),
-        )
+        search_space(resolved, planned.request.scenario, planned.request.space)
     except ScenarioError as exc:
         raise _refusal(exc) from None
     _check_values(planned=planned, sweep=sweep)

@@ -22,7 +22,14 @@ from typing import Any
 
 from solvers.catalog import calibration
 from solvers.inputs.table import NO_DEFAULT, NUMERIC, Field, FieldTable
-from solvers.specs import GRAD_REDUCE_DTYPES, OPTIMIZERS, PRECISIONS, RECOMPUTE_POLICIES, SCHEDULES
+from solvers.specs import (
+    EFFECT_SOURCES,
+    GRAD_REDUCE_DTYPES,
+    OPTIMIZERS,
+    PRECISIONS,
+    RECOMPUTE_POLICIES,
+    SCHEDULES,
+)
 
 SCHEMA_VERSION = 1
 
@@ -135,48 +142,7 @@ def _overlap(dim: str) -> Field:
 
 # The step effects of solvers.effects (docs/CONVENTIONS.md "Step effects"); false turns one off, and with all
 # of them off the engine is the hand-calibrated model of solvers.catalog.calibration.
-_EFFECTS: tuple[tuple[str, str], ...] = (
-    (
-        "matrix_shape",
-        "tile quantisation and a saturating curve in the narrowest GEMM dimension (NVIDIA, Matrix "
-        "Multiplication Background User's Guide, ch. 3); half-rate dimension fitted (solvers.catalog.fitted)",
-    ),
-    (
-        "stragglers",
-        "the step waits for the slowest of N ranks: 1 + sigma sqrt(2 ln N) (extreme-value bound; Dean & "
-        "Barroso, The Tail at Scale, CACM 2013); sigma fitted (solvers.catalog.fitted)",
-    ),
-    (
-        "moe_overhead",
-        "MoE token permutation (8 HBM passes over the routed copies, Megatron-Core token dispatcher) and the "
-        "busiest expert rank's load skew (fitted, solvers.catalog.fitted)",
-    ),
-    (
-        "pipeline_ends",
-        "the output layer runs on the last stage, which a stage planner rebalances (Llama 3 §3.3.2)",
-    ),
-    (
-        "context_parallel",
-        "the attention core runs on s/cp blocks at the matrix-shape curve (ring attention, Liu et al. 2023)",
-    ),
-    (
-        "attention_core",
-        "the attention core (QK^T, softmax, AV) runs at its own rate, a fitted factor of the large-GEMM rate "
-        "(FlashAttention kernels reach a different share of peak than GEMMs; Dao 2023, FlashAttention-2)",
-    ),
-    (
-        "zero3_recompute_regather",
-        "ZeRO-3 with parameters resharded after the forward pass and full recomputation gathers the weights "
-        "a third time, for the recomputed forward (DeepSpeed's forward hooks fire again in the backward "
-        "pass: deepspeedai/DeepSpeed issue #4784); no constant",
-    ),
-    (
-        "fp8_scope",
-        "in FP8 training only the transformer blocks' linear layers run in FP8: the attention core and the "
-        "output layer run at the BF16 rate (Transformer Engine: FP8 attention is opt-in, fp8_dpa=False; "
-        "torchtitan's float8 leaves the output layer out; DeepSeek-V3 §3.3.1); no constant",
-    ),
-)
+_EFFECTS = EFFECT_SOURCES  # (name, source) of each switch: the fields of solvers.specs.EffectsSpec
 
 _SEED000 = "seed 000 §3 (mlsysim 0.1.2 ReliabilityModel defaults)"
 _TEXT = 200

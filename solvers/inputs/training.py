@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from operator import itemgetter
+from types import MappingProxyType
 from typing import Any
 
 from solvers.catalog.fitted import CONSTANTS as FITTED_CONSTANTS
@@ -26,6 +27,7 @@ from solvers.inputs.reader import (
     table_default,
 )
 from solvers.specs import (
+    EFFECT_SWITCHES,
     PRECISIONS,
     AcceleratorSpec,
     ClusterSpec,
@@ -74,7 +76,7 @@ def _given_accelerator_efficiency(r: Reader) -> bool:
 
 # The entries of the fitted effect constants under ``training``: the same for every document (made once).
 _FX_PATH = f"{PATH}.efficiency.effects"
-_FITTED: dict[str, float] = {name: fitted_constant(name) for name in FITTED_CONSTANTS}
+_FITTED: Mapping[str, float] = MappingProxyType({name: fitted_constant(name) for name in FITTED_CONSTANTS})
 _FITTED_NOTES: tuple[Assumption, ...] = tuple(
     Assumption(f"{_FX_PATH}.{name}", value, _CONSTANT_UNITS.get(name, ""), FITTED_SOURCE)
     for name, value in _FITTED.items()
@@ -198,14 +200,7 @@ def parse_training(
     # With every effect off the constants keep their neutral values: the hand calibration, unchanged.
     fitted = dict(_FITTED) if any_on else {}
     effects = EffectsSpec(
-        matrix_shape=switches["matrix_shape"],
-        stragglers=switches["stragglers"],
-        moe_overhead=switches["moe_overhead"],
-        pipeline_ends=switches["pipeline_ends"],
-        context_parallel=switches["context_parallel"],
-        attention_core=switches["attention_core"],
-        zero3_recompute_regather=switches["zero3_recompute_regather"],
-        fp8_scope=switches["fp8_scope"],
+        **{name: switches[name] for name in EFFECT_SWITCHES},
         shape_half_dim=fitted.get("shape_half_dim", 0.0),
         jitter=fitted.get("jitter", 0.0),
         moe_skew=fitted.get("moe_skew", 0.0),

@@ -26,6 +26,7 @@ from solvers.search.ranking import (
     ledger_metrics,
     reason_key,
     search_resolved,
+    search_space,
 )
 from solvers.search.request import (
     DEFAULT_TOP,
@@ -34,7 +35,6 @@ from solvers.search.request import (
     SEARCH_KEYS,
     SearchRequest,
     parse_search_request,
-    stated_layout,
     with_auto_layout,
 )
 from solvers.search.space import (
@@ -55,6 +55,7 @@ from solvers.search.space import (
     default_space,
     enumerate_layouts,
     space_from_document,
+    stated_layout,
     stated_numerics,
     take,
 )
@@ -99,6 +100,7 @@ __all__ = [
     "parse_search_request",
     "reason_key",
     "search_resolved",
+    "search_space",
     "space_from_document",
     "stated_layout",
     "stated_numerics",

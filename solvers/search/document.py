@@ -27,9 +27,10 @@ from solvers.search.ranking import (
     layout_dict,
     ledger_for_row,
     search_resolved,
+    search_space,
 )
-from solvers.search.request import DEFAULT_TOP, parse_search_request, stated_layout, with_auto_layout
-from solvers.search.space import MAX_LAYOUTS_PER_SEARCH, default_space, space_from_document, take
+from solvers.search.request import DEFAULT_TOP, parse_search_request, with_auto_layout
+from solvers.search.space import MAX_LAYOUTS_PER_SEARCH, take
 from solvers.specs import LayoutBatch
 
 MAX_PARETO_ROWS = 100  # front rows listed in the search output (the size of the whole front is reported)
@@ -231,15 +232,7 @@ def search_document(
         except ScenarioError as exc:
             # The given layout is only a point of comparison: the search still covers the whole space.
             baseline_error = exc.as_dict()
-    space = space_from_document(
-        request.space,
-        default=default_space(
-            model=resolved.model,
-            cluster=resolved.cluster,
-            training=resolved.training,
-            stated_layout=stated_layout(request.scenario),
-        ),
-    )
+    space = search_space(resolved, request.scenario, request.space)
     envelope = load_envelope()
     result = search_resolved(
         resolved,

@@ -41,6 +41,8 @@ from solvers.search.space import (
     SearchSpace,
     default_space,
     enumerate_layouts,
+    space_from_document,
+    stated_layout,
     take,
 )
 from solvers.specs import FloatArray, IntArray, LayoutBatch
@@ -155,12 +157,31 @@ def ledger_metrics(
     }
 
 
+def search_space(resolved: Resolved, scenario: Mapping[str, Any], raw_space: Any) -> SearchSpace:
+    """The space a search of ``scenario`` covers: ``default_space`` of ``resolved`` (the scenario with
+    ``layout: auto``) keeping the numerics of the layout ``scenario`` states (``stated_numerics``), with the
+    axes ``raw_space`` (the document's ``search.space``, or None) lists in place of the defaults.
+
+    The one way every search, sweep point and result key builds its space: ``scenario`` is required so the
+    stated layout cannot be left out. Example: a scenario stating ``grad_reduce_dtype: fp32`` and no
+    ``search.space`` -> ``grad_reduce_dtype`` ("fp32",); with ``layout: auto`` -> ("bf16", "fp32").
+    Bad ``raw_space`` raises ``ScenarioError`` naming ``search.space.<axis>``.
+    """
+    default = default_space(
+        model=resolved.model,
+        cluster=resolved.cluster,
+        training=resolved.training,
+        stated_layout=stated_layout(scenario),
+    )
+    return space_from_document(raw_space, default=default)
+
+
 def search_resolved(
     resolved: Resolved,
     *,
     objective: str = "step_s",
     pareto: Sequence[str] = DEFAULT_PARETO,
-    space: SearchSpace | None = None,
+    space: SearchSpace,
     max_layouts: int = MAX_LAYOUTS_PER_SEARCH,
     progress: Progress | None = None,
     within_validated: bool = False,
@@ -185,8 +206,6 @@ def search_resolved(
         "cluster": resolved.cluster,
         "training": resolved.training,
     }
-    if space is None:
-        space = default_space(**specs)
     enum = enumerate_layouts(**specs, space=space, max_layouts=max_layouts)
     rejected = dict(enum.rejected)
 

@@ -91,13 +91,6 @@ def parse_search_request(
     )
 
 
-def stated_layout(scenario: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The scenario's own ``training.layout`` when it is a mapping (a given layout), else None (``auto``)."""
-    training = scenario.get("training")
-    layout = training.get("layout") if isinstance(training, Mapping) else None
-    return layout if isinstance(layout, Mapping) else None
-
-
 def with_auto_layout(scenario: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``scenario`` with ``training.layout: auto`` (what a search resolves)."""
     out = dict(scenario)

@@ -203,6 +203,13 @@ def stated_numerics(stated_layout: Any) -> tuple[str, ...]:
     return GRAD_REDUCE_DTYPES
 
 
+def stated_layout(scenario: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The scenario's own ``training.layout`` when it is a mapping (a given layout), else None (``auto``)."""
+    training = scenario.get("training")
+    layout = training.get("layout") if isinstance(training, Mapping) else None
+    return layout if isinstance(layout, Mapping) else None
+
+
 def space_from_document(raw: Any, *, default: SearchSpace, path: str = "search.space") -> SearchSpace:
     """``default`` with the axes the document lists under ``search.space`` replaced (each a list).
 

@@ -149,6 +149,30 @@ def test_bad_sweep_options_name_the_request_field(starts_sent, kwargs: dict[str,
     assert Run.objects.count() == 0 and starts_sent == []
 
 
+def _sweep_key(layout: Any) -> str:
+    """The result key of a sweep of a small plan whose training states ``layout``."""
+    from solvers.prices import Pricing
+
+    document = {
+        "model": {"preset": "llama3-8b"},
+        "cluster": {"accelerator": "h100-sxm", "gpus": 64, "gpus_per_node": 8},
+        "training": {"seq_len": 4096, "global_batch_tokens": 4096 * 256, "layout": layout},
+    }
+    planned = requests._plan_of(document, {"sweep": {"axes": AXES[:1]}, "search": {"space": SPACE}})
+    return requests._sweep_hash(document=document, planned=planned, prices_for=Pricing())
+
+
+def test_a_sweep_key_holds_the_gradient_reduction_the_stated_layout_keeps() -> None:
+    """The stated layout's gradient-reduction dtype narrows every point's search (``search_space``), so
+    two plans differing only there get different sweep keys; a layout field no search keeps does not."""
+    layout = {"tp": 2, "pp": 1, "cp": 1, "microbatch_seqs": 1}
+    fp32 = _sweep_key({**layout, "grad_reduce_dtype": "fp32"})
+    bf16 = _sweep_key({**layout, "grad_reduce_dtype": "bf16"})
+    assert fp32 != bf16
+    assert bf16 == _sweep_key("auto") == _sweep_key({**layout, "tp": 4, "grad_reduce_dtype": "bf16"})
+    assert fp32 == _sweep_key({**layout, "tp": 4, "grad_reduce_dtype": "fp32"})
+
+
 # --- Search, in process ------------------------------------------------------------------------------
 
 

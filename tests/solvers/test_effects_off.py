@@ -7,6 +7,7 @@ the switches are ``training.efficiency.effects.<name>`` (``solvers.effects``).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -14,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from solvers import engine, solve
+from solvers import engine, fit, solve
 from solvers.cli import load_yaml
 from solvers.inputs import fields, resolve
-from solvers.specs import EffectsSpec
+from solvers.specs import EFFECT_SOURCES, EFFECT_SWITCHES, EffectsSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = json.loads((Path(__file__).resolve().parent / "golden" / "effects_off.json").read_text("utf-8"))
@@ -40,6 +41,22 @@ def all_off(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_switches_are_the_five_effects() -> None:
+    """The switches are the ``bool`` fields of ``EffectsSpec``, in their order: the field table's rows, the
+    resolver's and ``solvers.fit``'s names all come from there, so an effect is added in one place."""
+    switches = tuple(f.name for f in dataclasses.fields(EffectsSpec) if f.type in (bool, "bool"))
+    assert EFFECT_SWITCHES == switches == EFFECTS == fit._EFFECT_NAMES
+    assert tuple(name for name, _ in fields._EFFECTS) == switches
+    for name, source in EFFECT_SOURCES:
+        row = fields.TABLE[f"training.efficiency.effects.{name}"]
+        assert row.default is True and row.source == source
+    # every switch reaches the resolved spec, and each one alone turns the effects on
+    resolved = resolve(
+        load_yaml((ROOT / "examples" / "quickstart-llama3-8b-64xh100.yaml").read_text("utf-8"))
+    )
+    assert all(getattr(resolved.training.effects, name) is True for name in switches)
+    for name in switches:
+        assert EffectsSpec(**{name: True}).any_on
+    assert not EffectsSpec().any_on
     assert set(EFFECTS) == {
         "matrix_shape",
         "stragglers",

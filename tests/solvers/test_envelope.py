@@ -18,7 +18,7 @@ from solvers.errors import ScenarioError
 from solvers.inputs import resolve
 from solvers.published import load_example
 from solvers.search import envelope as envelope_module
-from solvers.search import load_envelope, parse_search_request, search_resolved, support_blocks
+from solvers.search import load_envelope, parse_search_request, search_resolved, search_space, support_blocks
 from solvers.search.document import search_document
 from solvers.search.envelope import envelope_from_dict, layout_features
 from solvers.sweep import sweep_document
@@ -255,14 +255,15 @@ def test_a_class_without_validated_runs_is_outside_with_that_reason() -> None:
         model=r.model, cluster=r.cluster, training=r.training, layouts=r.layouts, envelope=dense_only
     )[0]
     assert block["within_validated"] is False and block["reasons"][0] == "no validated moe run"
-    auto = resolve(
-        {
-            **load_example("deepseek-v3-2048xh800.yaml"),
-            "training": {**load_example("deepseek-v3-2048xh800.yaml")["training"], "layout": "auto"},
-        }
-    )
+    auto_document = {
+        **load_example("deepseek-v3-2048xh800.yaml"),
+        "training": {**load_example("deepseek-v3-2048xh800.yaml")["training"], "layout": "auto"},
+    }
+    auto = resolve(auto_document)
     with pytest.raises(ScenarioError) as info:
-        search_resolved(auto, within_validated=True, envelope=dense_only)
+        search_resolved(
+            auto, space=search_space(auto, auto_document, None), within_validated=True, envelope=dense_only
+        )
     assert info.value.first.path == "search.within_validated"
 
 

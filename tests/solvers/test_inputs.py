@@ -6,16 +6,20 @@ from __future__ import annotations
 import copy
 import dataclasses
 import marshal
+import math
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from solvers import ledger_defaults, prices, solve_resolved
 from solvers.errors import ScenarioError
 from solvers.inputs import fields, resolve, scenario, scenario_json_schema, validate_part
-from solvers.inputs.table import Field, FieldTable
+from solvers.inputs.table import Assumption, Field, FieldTable
+from tests.profiles import examples
 
 NEW = Field(
     "site.heat_reuse_fraction",
@@ -322,3 +326,156 @@ def test_the_entries_of_presets_made_at_import_are_what_the_parsers_write(
         monkeypatch.setattr(module, table, {})
     slow = [_part_notes(doc) for doc in _preset_documents()]
     assert fast == slow
+
+
+# --- the reader's fast paths against the paths that name what is wrong -------------------------------------
+
+_NUMERIC_ROWS = tuple(row for row in fields.TABLE.rows if row.kind in ("number", "integer"))
+_EDGE_VALUES: tuple[Any, ...] = (
+    True,
+    False,
+    0,
+    1,
+    8,
+    8.0,
+    8.5,
+    -1,
+    -1.0,
+    0.0,
+    -0.0,
+    float("inf"),
+    float("-inf"),
+    float("nan"),
+    2**70,
+    -(2**70),
+    10**20,
+    1e20,
+    2**53 + 1,
+    float(2**53),
+    1e-300,
+    "8",
+    "",
+    None,
+    [8],
+    [],
+    {"value": 8},
+    {},
+)
+
+
+def _outcome(read: Any) -> tuple[Any, ...]:
+    """What a read gives: the value with its type (and the sign of a zero), and the errors it wrote."""
+    from solvers.inputs.reader import Reader
+
+    r = Reader()
+    value = read(r)
+    sign = math.copysign(1.0, value) if type(value) is float else None
+    return value, type(value), sign, [(e.path, e.message) for e in r.errors], list(r.assumptions)
+
+
+def _number_path(row: Field, value: Any) -> tuple[Any, ...]:
+    return _outcome(
+        lambda r: r.number(
+            value,
+            row.path,
+            minimum=row.minimum,
+            maximum=row.maximum,
+            integer=row.integer,
+            exclusive_min=row.exclusive_min,
+        )
+    )
+
+
+def _row_edges(row: Field) -> list[Any]:
+    """The row's limits and the floats next to them, as ints and floats."""
+    out: list[Any] = []
+    for bound in (row.minimum, row.maximum):
+        if math.isfinite(bound):
+            out += [bound, math.nextafter(bound, -math.inf), math.nextafter(bound, math.inf)]
+            if float(bound).is_integer():
+                out += [int(bound) - 1, int(bound), int(bound) + 1]
+    return out
+
+
+@pytest.mark.parametrize("row", _NUMERIC_ROWS, ids=[row.path for row in _NUMERIC_ROWS])
+def test_the_number_fast_path_reads_what_the_error_path_reads(row: Field) -> None:
+    """``Reader.field_number`` reads an exact int or finite float inside the limits itself and hands
+    anything else to ``Reader.number``: for every numeric field and the edge values (bools, 8.0, 8.5, -1,
+    -0.0, infinities, nan, huge ints, 2**53 + 1, strings, None, lists, objects, the limits and the floats
+    beside them) both give the same value of the same type, or the same error at the same path."""
+    for value in (*_EDGE_VALUES, *_row_edges(row)):
+        fast = _outcome(lambda r, v=value: r.field_number(v, row))
+        assert fast == _number_path(row, value) or (
+            # nan is not equal to itself; the outcomes are still the same error
+            isinstance(value, float) and math.isnan(value) and fast[3] == _number_path(row, value)[3]
+        ), (row.path, value)
+        elsewhere = _outcome(lambda r, v=value: r.field_number(v, row, "somewhere.else[3]"))
+        expected = _outcome(
+            lambda r, v=value: r.number(
+                v,
+                "somewhere.else[3]",
+                minimum=row.minimum,
+                maximum=row.maximum,
+                integer=row.integer,
+                exclusive_min=row.exclusive_min,
+            )
+        )
+        assert elsewhere[3] == expected[3], (row.path, value)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    row=st.sampled_from(_NUMERIC_ROWS),
+    value=st.one_of(
+        st.integers(),
+        st.integers(min_value=-(2**80), max_value=2**80),
+        st.floats(),
+        st.floats(min_value=-1e6, max_value=1e6),
+        st.booleans(),
+        st.none(),
+        st.text(max_size=3),
+        st.lists(st.integers(), max_size=2),
+        st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
+    ),
+)
+def test_the_number_fast_path_agrees_with_the_error_path_on_any_value(row: Field, value: Any) -> None:
+    fast = _outcome(lambda r: r.field_number(value, row))
+    slow = _number_path(row, value)
+    if isinstance(value, float) and math.isnan(value):
+        assert fast[3] == slow[3] and fast[0] is None
+    else:
+        assert fast == slow
+
+
+_STATIC_OBJECTS = tuple(
+    sorted({row.parent for row in fields.TABLE.rows if fields.TABLE.static_defaults(row.parent) is not None})
+)
+
+
+def test_some_objects_have_static_defaults() -> None:
+    assert "training.efficiency.effects" in _STATIC_OBJECTS
+
+
+@pytest.mark.parametrize("path", _STATIC_OBJECTS)
+def test_row_defaults_of_an_empty_object_note_what_the_field_by_field_path_notes(path: str) -> None:
+    """``row_defaults`` of an object the scenario leaves empty takes the entries the table made
+    (``FieldTable.static_defaults``); field by field, ``row_default`` writes each entry from the row. Both
+    give the same values (same types) and the same entries, in document order."""
+    from solvers.inputs.reader import Reader, _held, row_default, row_defaults
+
+    fast_reader, slow_reader = Reader(), Reader()
+    fast = row_defaults(fast_reader, path, {})
+    rows = fields.TABLE.children(path)
+    slow = {row.name: row_default(slow_reader, row, {}) for row in rows}
+    assert list(fast) == list(slow) == [row.name for row in rows]
+    assert [(v, type(v)) for v in fast.values()] == [(v, type(v)) for v in slow.values()]
+    assert fast_reader.assumptions == slow_reader.assumptions
+    # and the entries are those a row's own default makes, with no note made ahead of time
+    made = [Assumption(row.path, _held(row.default), row.unit, row.source) for row in rows]
+    assert fast_reader.assumptions == made
+    assert [(n.value, type(n.value)) for n in fast_reader.assumptions] == [
+        (n.value, type(n.value)) for n in made
+    ]
+    assert not fast_reader.errors and not slow_reader.errors
+    notes, values = fields.TABLE.static_defaults(path) or ((), ())
+    assert tuple(notes) == tuple(made) and dict(values) == slow

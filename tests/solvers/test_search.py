@@ -33,6 +33,7 @@ from solvers.search import (
     ledger_metrics,
     parse_search_request,
     search_resolved,
+    search_space,
     space_from_document,
     take,
 )
@@ -242,7 +243,7 @@ def test_layout_limit_is_refused_before_any_evaluation(llama, monkeypatch) -> No
 
     monkeypatch.setattr(engine, "evaluate", refuse)
     with pytest.raises(ScenarioError) as info:
-        search_resolved(llama, max_layouts=1_000)
+        search_resolved(llama, space=search_space(llama, auto(LLAMA3_405B), None), max_layouts=1_000)
     assert info.value.first.path == "search.space"
     assert "1,000" in info.value.first.message
 
@@ -342,7 +343,7 @@ def test_search_within_published_parallel_degrees_is_no_slower() -> None:
 @pytest.mark.parametrize("objective", ["step_s", "usd_per_million_tokens", "total_usd", "total_kgco2e"])
 def test_best_is_the_minimum_of_the_objective(objective: str) -> None:
     resolved = resolve(SMALL)
-    result = search_resolved(resolved, objective=objective)
+    result = search_resolved(resolved, objective=objective, space=search_space(resolved, SMALL, None))
     values = result.metrics[objective]
     assert values[0] == values.min()
     assert np.all(np.diff(values) >= 0)
@@ -448,7 +449,11 @@ _SMALL_BEST: dict[str, float] = {}
 def _small_best_step() -> float:
     if "step_s" not in _SMALL_BEST:
         _SMALL_BEST["step_s"] = float(
-            search_resolved(resolve(SMALL), pareto=("step_s", "memory_bytes")).metrics["step_s"][0]
+            search_resolved(
+                resolve(SMALL),
+                pareto=("step_s", "memory_bytes"),
+                space=search_space(resolve(SMALL), SMALL, None),
+            ).metrics["step_s"][0]
         )
     return _SMALL_BEST["step_s"]
 
@@ -492,3 +497,61 @@ def test_engine_rules_beyond_the_enumeration_are_counted_by_reason() -> None:
     assert memory == result.evaluated - result.feasible
     assert result.candidates == result.evaluated + sum(result.rejected.values()) - memory
     assert np.all(np.asarray(result.layouts.expert_tp) == 16)
+
+
+class _Captured(Exception):
+    """Raised by the spy in place of a search: the space it was given."""
+
+    def __init__(self, space: object) -> None:
+        super().__init__("captured")
+        self.space = space
+
+
+def _spy(**kwargs: Any) -> None:
+    raise _Captured(kwargs["space"])
+
+
+def _searched_space(monkeypatch, module: object, run: Any) -> object:
+    """The space ``run`` hands to ``module.search_resolved`` (the search itself is not run)."""
+    monkeypatch.setattr(module, "search_resolved", lambda resolved, **kwargs: _spy(**kwargs))
+    try:
+        run()
+    except _Captured as captured:
+        return captured.space
+    raise AssertionError("no search was run")
+
+
+@pytest.mark.parametrize("stated", [None, "bf16", "fp32"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        None,
+        {"tp": [8]},
+        {"grad_reduce_dtype": ["bf16"]},
+        {"grad_reduce_dtype": ["fp32", "bf16"], "pp": [1, 2]},
+    ],
+)
+def test_every_search_path_builds_the_same_space(monkeypatch, stated: str | None, raw: Any) -> None:
+    """A search document, a sweep point and ``search_space`` of the resolved scenario build one space for
+    every stated layout and ``search.space``: the stated FP32 gradient reduction is kept on each path."""
+    import solvers.search.document as document_module
+    import solvers.sweep as sweep_module
+
+    doc = copy.deepcopy(SMALL)
+    if stated is not None:
+        doc["training"]["layout"] = {"tp": 8, "pp": 1, "grad_reduce_dtype": stated}
+    if raw is not None:
+        doc["search"] = {"space": copy.deepcopy(raw)}
+    scenario = {k: v for k, v in doc.items() if k != "search"}
+    resolved = resolve(auto(scenario))
+    expected = search_space(resolved, scenario, raw)
+    if raw is None or "grad_reduce_dtype" not in raw:
+        assert expected.grad_reduce_dtype == (("fp32",) if stated == "fp32" else ("bf16", "fp32"))
+    else:
+        assert expected.grad_reduce_dtype == tuple(raw["grad_reduce_dtype"])
+    from_document = _searched_space(monkeypatch, document_module, lambda: search_document(doc))
+    sweep = {**copy.deepcopy(doc), "sweep": {"axes": [{"field": "cluster.gpus", "values": [64]}]}}
+    plan = sweep_module.plan_sweep(sweep)
+    from_sweep = _searched_space(monkeypatch, sweep_module, lambda: sweep_module.sweep_point(plan, 0))
+    assert from_document == expected
+    assert from_sweep == expected
