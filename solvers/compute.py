@@ -160,6 +160,12 @@ def attention_flops_per_token(*, model: ModelSpec, seq_len: int) -> float:
     return ATTENTION_FLOPS_PER_TOKEN_PER_LAYER_PER_HS / 2.0 * model.layers * seq_len * (qk + v)
 
 
+def output_layer_flops_per_token(*, model: ModelSpec) -> float:
+    """The output layer's training FLOPs per token, forward and backward: ``6 h V``. Example: Llama 3 8B
+    (h 4,096, V 128,256): 3.15e9 FLOP per token."""
+    return 6.0 * model.hidden * model.vocab
+
+
 def recompute_flops_per_token(*, model: ModelSpec, seq_len: int, recompute: Num) -> Num:
     """Extra FLOPs per token spent recomputing activations, by policy code (none 0, selective 1, full 2).
 

@@ -25,15 +25,19 @@ fit``). Every function takes python scalars or numpy arrays (one entry per layou
   equivalents with ``e = 6 h V / w`` (``w`` one layer's FLOPs per token) instead of spreading it evenly.
 * ``context_parallel``: with CP each attention call works on blocks of ``s / cp`` tokens (ring attention,
   Liu et al. 2023); the attention core runs at the ``matrix_shape`` curve of that block length.
-* ``zero3_recompute_regather`` (in ``solvers.exchanges.recompute_regather_bytes``): ZeRO-3 resharded after
-  the forward pass gathers the weights once more for a fully recomputed forward (DeepSpeed's forward hooks
-  fire again in the backward pass); no constant.
+* ``zero3_recompute_regather`` (in ``solvers.exchanges.recompute_regather_bytes_per_param``): ZeRO-3
+  resharded after the forward pass gathers the weights once more for a fully recomputed forward, and the
+  backward gathers them a third time only when one block's parameters reach DeepSpeed's
+  ``stage3_max_reuse_distance`` (its ``PartitionedParameterCoordinator`` keeps parameters reused within that
+  many elements); no fitted constant.
 * ``fp8_scope``: FP8 training runs only the transformer blocks' linear layers in FP8. The attention core
   stays in BF16 (Transformer Engine's FP8 dot-product attention is opt-in, ``fp8_dpa=False`` in its recipes;
   torchao's ``Float8Linear`` converts only linear layers; DeepSeek-V3 §3.3.1 keeps "attention operators" in
   BF16) and so does the output layer (torchtitan's float8 guide filters ``output``; Megatron-Core's output
   layer is not a Transformer Engine module; DeepSeek-V3 §3.3.1, "the output head"). Both run at the BF16
-  rate: the BF16 peak at the same large-GEMM efficiency. No constant.
+  rate: the BF16 peak at the same large-GEMM efficiency. With ``pipeline_ends`` the
+  output layer enters the stage balance at that rate (its layer equivalents scaled by ``rate / rate_bf16``).
+  No constant.
 """
 
 from __future__ import annotations
@@ -92,20 +96,27 @@ def straggler_factor(*, ranks: int, jitter: float) -> float:
     return 1.0 + jitter * math.sqrt(2.0 * math.log(ranks))
 
 
-def pipeline_ends_factor(*, layers: int, pp: Num, output_layer_share: float) -> Num:
+def pipeline_ends_factor(
+    *, layers: int, pp: Num, output_layer_share: float, output_rate_ratio: Num = 1.0
+) -> Num:
     """Busiest stage's real work over the even spread's (``ceil(L/p)/L`` of everything), output layer on the
-    last stage. ``output_layer_share`` is ``6 h V`` over the FLOPs per token. pp = 1 -> 1.0 exactly.
+    last stage. ``output_layer_share`` is ``6 h V`` over the FLOPs per token; ``output_rate_ratio`` is the
+    time of an output-layer FLOP over a layer FLOP (``rate / rate_bf16`` with ``fp8_scope`` in FP8 training,
+    else 1), which scales the output layer's layer equivalents ``e`` before the planner balances them.
+    pp = 1 -> ``(L + e x ratio) / (L + e)``, 1.0 exactly at ratio 1.
 
     Example: Llama 3 8B (L = 32, 6 h V / flops = 0.07), p = 4: e = 2.4 layer equivalents; busiest
     max(8, 8.6, 2.4) = 8.6 against 8 x 34.4 / 32 = 8.6 -> 1.0; p = 16: max(2, 2.15, 2.4) = 2.4 against 2.15
-    -> 1.12.
+    -> 1.12. The same at p = 16 with the output layer at a 1.52x slower BF16 rate: e = 3.65, busiest 3.65
+    against 2.15 -> 1.70.
     """
     share = min(max(output_layer_share, 0.0), 0.9)
     e = share * layers / (1.0 - share)
+    e_time = e * output_rate_ratio
     busiest_layers = -(-layers // pp)
     even = busiest_layers * (layers + e) / layers
-    planned = maximum(maximum(busiest_layers * 1.0, (layers + e) / pp), e)
-    return where(pp > 1, planned / even, 1.0)
+    planned = maximum(maximum(busiest_layers * 1.0, (layers + e_time) / pp), e_time)
+    return where(pp > 1, planned / even, (layers + e_time) / (layers + e))
 
 
 def permutation_bytes(
@@ -124,6 +135,8 @@ def bf16_rate(*, rate: Num, precision_factor: float, peak: float, peak_bf16: flo
 
 def output_layer_bf16_extra_s(*, output_flops: Num, dense_rate: Num, rate: Num, rate_bf16: Num) -> Num:
     """Extra time of the output layer's FLOPs at the BF16 rate instead of the FP8 one, at the same shape
-    factor (``dense_rate / rate``): ``flops / dense_rate x (rate / rate_bf16 - 1)``. Example: 1 TFLOP at a
-    dense FP8 rate of 900 TFLOP/s, rates 963 and 633 TFLOP/s -> 1.11 ms x 0.52 = 0.58 ms."""
+    factor (``dense_rate / rate``): ``flops / dense_rate x (rate / rate_bf16 - 1)``. Used only with
+    ``pipeline_ends`` off (the output layer then spread evenly over the stages); with it on the slower output
+    layer enters ``pipeline_ends_factor`` through ``output_rate_ratio``. Example: 1 TFLOP at a dense FP8 rate
+    of 900 TFLOP/s, rates 963 and 633 TFLOP/s -> 1.11 ms x 0.52 = 0.58 ms."""
     return output_flops / dense_rate * (rate / rate_bf16 - 1.0)

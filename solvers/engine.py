@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from solvers import collectives, compute, effects, exchanges, memory, pipeline, traffic
-from solvers.catalog.calibration import OVERLAP_SM_SHARE, PRECISION_RATE_FACTOR
+from solvers.catalog.calibration import OVERLAP_SM_SHARE, PRECISION_RATE_FACTOR, ZERO3_MAX_REUSE_DISTANCE
 from solvers.compute import Num, clip, maximum, minimum, where
 from solvers.layout import Layout
 from solvers.layout_rules import check_layouts, layout_rule_codes, rule_masks, rule_message
@@ -264,11 +264,7 @@ def _step(
     tokens_per_gpu = global_tokens / (dp * tp * cp)
     hw_flops_gpu = (flops_per_token + recompute_per_token) * tokens_per_gpu * stage_share
     fx = training.effects
-    if fx.pipeline_ends:
-        output_share = 6.0 * h * model.vocab / flops_per_token
-        hw_flops_gpu = hw_flops_gpu * effects.pipeline_ends_factor(
-            layers=L, pp=pp, output_layer_share=output_share
-        )
+    output_flops_per_token = compute.output_layer_flops_per_token(model=model)
 
     peak = acc.peak_tflops.get(precision, acc.peak_tflops.get("bf16", 1.0)) * TFLOPS
     peak_bf16 = acc.peak_tflops.get("bf16", acc.peak_tflops.get(precision, 1.0)) * TFLOPS
@@ -279,6 +275,22 @@ def _step(
         else PRECISION_RATE_FACTOR.get(precision, (1.0, ""))[0]
     )
     rate = peak * training.compute_efficiency * precision_factor
+    # fp8_scope: in FP8 training the attention core and the output layer run at the BF16 rate.
+    bf16_islands = fx.fp8_scope and precision == "fp8"
+    rate_bf16 = (
+        effects.bf16_rate(rate=rate, precision_factor=precision_factor, peak=peak, peak_bf16=peak_bf16)
+        if bf16_islands
+        else rate
+    )
+    if fx.pipeline_ends:
+        # The output layer on the last stage, in time at its own rate (rate / rate_bf16 = 1 unless
+        # fp8_scope keeps it in BF16), balanced by the stage planner.
+        hw_flops_gpu = hw_flops_gpu * effects.pipeline_ends_factor(
+            layers=L,
+            pp=pp,
+            output_layer_share=output_flops_per_token / flops_per_token,
+            output_rate_ratio=rate / rate_bf16,
+        )
     hbm = acc.hbm_tb_s * TFLOPS
     gemm_bytes = _gemm_element_bytes(precision)
     microbatch_tokens = b * s / cp
@@ -299,19 +311,12 @@ def _step(
             half=fx.shape_half_dim,
         )
     attention_core_share = compute.attention_flops_per_token(model=model, seq_len=s) / flops_per_token
-    # fp8_scope: in FP8 training the attention core and the output layer run at the BF16 rate.
-    bf16_islands = fx.fp8_scope and precision == "fp8"
     attention_extra = 0.0
     if fx.context_parallel or fx.attention_core or bf16_islands:
         # The attention core at its own rate (attention_core), at the shape curve of its s/cp blocks
         # (context_parallel) and at the BF16 rate in FP8 training (fp8_scope), in place of the dense GEMM
         # rate it was counted at above.
-        core_base = effects.bf16_rate(
-            rate=rate, precision_factor=precision_factor, peak=peak, peak_bf16=peak_bf16
-        )
-        core_rate = (core_base if bf16_islands else rate) * (
-            fx.attention_rate_factor if fx.attention_core else 1.0
-        )
+        core_rate = rate_bf16 * (fx.attention_rate_factor if fx.attention_core else 1.0)
         if fx.context_parallel:
             core_rate = core_rate * effects.saturation(s / cp, fx.shape_half_dim)
         attention_extra = hw_flops_gpu * attention_core_share * (1.0 / core_rate - 1.0 / dense_rate)
@@ -365,14 +370,14 @@ def _step(
     )
     if fx.context_parallel or fx.attention_core or bf16_islands:
         compute_s = compute_s + attention_extra
-    if bf16_islands:
+    if bf16_islands and not fx.pipeline_ends:
+        # Without pipeline_ends the output layer is spread evenly over the stages; with it, its BF16 rate is
+        # already in the pipeline-ends factor above.
         compute_s = compute_s + effects.output_layer_bf16_extra_s(
-            output_flops=6.0 * h * model.vocab * tokens_per_gpu * stage_share,
+            output_flops=output_flops_per_token * tokens_per_gpu * stage_share,
             dense_rate=dense_rate,
             rate=rate,
-            rate_bf16=effects.bf16_rate(
-                rate=rate, precision_factor=precision_factor, peak=peak, peak_bf16=peak_bf16
-            ),
+            rate_bf16=rate_bf16,
         )
     if fx.moe_overhead and moe is not None:
         compute_s = (
@@ -438,11 +443,18 @@ def _step(
         weight_bytes=w_bytes,
     )
     if fx.zero3_recompute_regather:
-        gather_b = gather_b + exchanges.recompute_regather_bytes(
+        # One checkpointed block's parameters on this GPU (a layer's dense share, embeddings spread in, plus a
+        # MoE layer's experts on this expert rank), against DeepSpeed's reuse distance.
+        block_params = dense_params / L / tp
+        if moe is not None:
+            block_params = block_params + expert_params / max(moe.moe_layers, 1) / (ep * etp)
+        gather_b = gather_b + exchanges.recompute_regather_bytes_per_param(
             zero_stage=lay.zero_stage,
             reshard_after_forward=lay.fsdp_reshard_after_forward,
             full_recompute=full_recompute,
             weight_bytes=w_bytes,
+            block_params=block_params,
+            reuse_distance=ZERO3_MAX_REUSE_DISTANCE[0],
         )
     dense_mean = copies * dense_params / (tp * pp)
     dense_busy = copies * dense_params * stage_share / tp

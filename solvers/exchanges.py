@@ -173,21 +173,40 @@ def dp_shares(
     return grad_bytes, gather
 
 
-def recompute_regather_bytes(
-    *, zero_stage: Num, reshard_after_forward: Num, full_recompute: Num, weight_bytes: float
+def recompute_regather_bytes_per_param(
+    *,
+    zero_stage: Num,
+    reshard_after_forward: Num,
+    full_recompute: Num,
+    weight_bytes: float,
+    block_params: Num,
+    reuse_distance: float,
 ) -> Num:
     """All-gather bytes per parameter that full recomputation adds to a ZeRO-3 step (effect
     ``zero3_recompute_regather``, ``docs/CONVENTIONS.md`` "Step effects").
 
-    With the parameters resharded after the forward pass, the recomputed forward of each layer runs the
-    forward hooks again, which gather the weights once more before the backward hooks gather them for the
-    gradients (DeepSpeed ZeRO-3: ``pre_sub_module_forward_function`` fires for the recomputation step in the
-    backward pass, deepspeedai/DeepSpeed issue #4784). FSDP implementations that unshard in the pre-backward
-    hook and recompute inside that window (torchtitan's FSDP2, FairScale's FSDP) turn the switch off.
-    Example: ZeRO-3, resharded, full recompute, FP16 weights -> 2.0 bytes (the gathers go from 2 x 2 to
-    3 x 2 bytes); ZeRO-1 or selective recompute -> 0.0.
+    With the parameters resharded after the forward pass, the recomputed forward of each checkpointed block
+    runs the forward hooks again, which gather the weights once more. Whether they are released again before
+    the block's backward is decided by DeepSpeed's ``PartitionedParameterCoordinator.__params_to_release``
+    (``deepspeed/runtime/zero/partitioned_param_coordinator.py``): it walks the traced module order from the
+    current step and keeps every parameter that reappears within ``stage3_max_reuse_distance`` elements
+    (default 1e9, ``solvers.catalog.calibration.ZERO3_MAX_REUSE_DISTANCE``). Between the first forward and
+    the recomputation lies the rest of the model, so that release happens and the recomputed forward gathers
+    again; between the recomputed forward and the backward of the same block lie only that block's own
+    parameters, so the backward gathers a third time only when one block's parameters on the GPU
+    (``block_params``: one transformer layer, tensor- and expert-parallel split, not ZeRO-sharded; the
+    coordinator counts ``ds_numel``, the full tensor) reach the reuse distance. Without the extra gather the
+    count stays at two, as ``dp_shares`` has it. FSDP implementations that unshard in the pre-backward hook
+    and recompute inside that window (torchtitan's FSDP2, FairScale's FSDP) turn the switch off.
+    Example: ZeRO-3, resharded, full recompute, FP16 weights, GPT-3 175B at tp 1 (1.8e9 parameters per
+    layer >= 1e9) -> 2.0 bytes (the gathers go from 2 x 2 to 3 x 2 bytes); Llama 3 70B at tp 1 (0.86e9 per
+    layer) -> 0.0; ZeRO-1 or selective recompute -> 0.0.
     """
-    return where((zero_stage >= 3) & reshard_after_forward & full_recompute, 1.0 * weight_bytes, 0.0)
+    return where(
+        (zero_stage >= 3) & reshard_after_forward & full_recompute & (block_params >= reuse_distance),
+        1.0 * weight_bytes,
+        0.0,
+    )
 
 
 def dp_exchange(

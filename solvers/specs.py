@@ -206,8 +206,9 @@ class EffectsSpec:
     )
     zero3_recompute_regather: bool = _switch(
         "ZeRO-3 with parameters resharded after the forward pass and full recomputation gathers the weights "
-        "a third time, for the recomputed forward (DeepSpeed's forward hooks fire again in the backward "
-        "pass: deepspeedai/DeepSpeed issue #4784); no constant"
+        "again for the recomputed forward, and a third time in the backward only when one block's parameters "
+        "on the GPU reach DeepSpeed's stage3_max_reuse_distance (1e9; PartitionedParameterCoordinator keeps "
+        "parameters reused within it, deepspeed/runtime/zero/partitioned_param_coordinator.py); no constant"
     )
     fp8_scope: bool = _switch(
         "in FP8 training only the transformer blocks' linear layers run in FP8: the attention core and the "

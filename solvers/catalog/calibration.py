@@ -121,3 +121,12 @@ OVERLAP_SM_SHARE: tuple[float, str] = (
     "likewise occupy one SM per channel. 20 / 132 = 15% of the math rate is lost while hidden communication "
     "is in flight",
 )
+
+ZERO3_MAX_REUSE_DISTANCE: tuple[float, str] = (
+    1.0e9,
+    "DeepSpeed ZeRO config default stage3_max_reuse_distance = 1e9 parameter elements "
+    "(deepspeed/runtime/zero/config.py, DeepSpeedZeroConfig.max_reuse_distance, pp_int(1e9)); "
+    "PartitionedParameterCoordinator.__params_to_release (deepspeed/runtime/zero/partitioned_param_coordinator.py) "
+    "keeps a module's parameters gathered when they reappear in the traced module order within that many "
+    "elements",
+)

@@ -18,7 +18,7 @@ import pytest
 from solvers import engine, fit, solve
 from solvers.cli import load_yaml
 from solvers.inputs import fields, resolve
-from solvers.specs import EFFECT_SOURCES, EFFECT_SWITCHES, EffectsSpec
+from solvers.specs import EFFECT_SOURCES, EFFECT_SWITCHES, SCHEDULES, EffectsSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = json.loads((Path(__file__).resolve().parent / "golden" / "effects_off.json").read_text("utf-8"))
@@ -105,3 +105,39 @@ def test_each_loss_effect_lengthens_the_step(name: str) -> None:
     # pipeline_ends may also shorten a step: a planned split can beat the even spread's ceil(L/p) layers.
     for effect in (e for e in EFFECTS if e != "pipeline_ends"):
         assert step_s(replace(off_fx, **{effect: True})) >= base, effect  # a loss, never a gain
+
+
+@pytest.mark.parametrize(("tp", "lengthens"), [(2, True), (8, False)])
+def test_the_recompute_regather_lengthens_only_the_layouts_it_affects(tp: int, lengthens: bool) -> None:
+    # Llama 3 405B, 1F1B, ZeRO-3 resharded after the forward pass, full recompute. One layer holds 3.2e9
+    # parameters: at tp 2 a block's 1.6e9 on the GPU reach DeepSpeed's reuse distance (1e9) and the backward
+    # gathers a third time; at tp 8 (0.4e9) the coordinator keeps them gathered and nothing changes.
+    document = load_yaml((ROOT / "examples" / "llama3-405b-16384.yaml").read_text(encoding="utf-8"))
+    on = resolve(document)
+    assert on.layout is not None
+    gpus = on.layout.tp * on.layout.pp * on.layout.cp * on.layout.dp
+    layout = replace(
+        on.layout,
+        tp=tp,
+        dp=gpus // (tp * on.layout.pp * on.layout.cp),
+        schedule=SCHEDULES.index("1f1b"),
+        virtual_stages=1,
+        zero_stage=3,
+        fsdp_reshard_after_forward=True,
+        recompute=2,
+    )
+    off_fx = replace(on.training.effects, **{effect: False for effect in EFFECTS})
+
+    def step_s(effects: EffectsSpec) -> float:
+        row, message = engine.evaluate_one(
+            model=on.model, cluster=on.cluster, training=replace(on.training, effects=effects), layout=layout
+        )
+        assert row is not None, message
+        return float(row["step_s"])
+
+    base = step_s(off_fx)
+    regather = step_s(replace(off_fx, zero3_recompute_regather=True))
+    if lengthens:
+        assert regather > base
+    else:
+        assert regather == base
