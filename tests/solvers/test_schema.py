@@ -241,6 +241,23 @@ def test_explicit_fields_override_the_preset_and_say_so() -> None:
     assert assumption(r, "model.layers")["source"] == "scenario"
 
 
+def _preset_params(key: str, *, tied_embeddings: bool) -> tuple[float, float]:
+    """(total, activated) parameters of a model preset, from its shape (``transformer_params``)."""
+    m = MODELS[key]
+    return transformer_params(
+        layers=m["layers"],
+        hidden=m["hidden"],
+        ffn_hidden=m["ffn_hidden"],
+        heads=m["heads"],
+        kv_heads=m["kv_heads"],
+        vocab=m["vocab"],
+        gated_mlp=m["gated_mlp"],
+        tied_embeddings=tied_embeddings,
+        moe=m.get("moe"),
+        mla=m.get("mla"),
+    )
+
+
 def test_architecture_parameter_count_matches_published_sizes() -> None:
     for key, tolerance in (
         ("llama3-405b", 0.01),
@@ -249,36 +266,14 @@ def test_architecture_parameter_count_matches_published_sizes() -> None:
         ("gpt3-175b", 0.01),
     ):
         m = MODELS[key]
-        total, active = transformer_params(
-            layers=m["layers"],
-            hidden=m["hidden"],
-            ffn_hidden=m["ffn_hidden"],
-            heads=m["heads"],
-            kv_heads=m["kv_heads"],
-            vocab=m["vocab"],
-            gated_mlp=m["gated_mlp"],
-            tied_embeddings=key == "gpt3-175b",
-            moe=None,
-        )
+        total, active = _preset_params(key, tied_embeddings=key == "gpt3-175b")
         assert total == pytest.approx(m["params"], rel=tolerance), key
         assert active == total
 
 
 def test_mla_parameter_count_matches_deepseek_v3() -> None:
     """DeepSeek-V3 with MLA from its shape: 671B total and 37B activated (technical report §1)."""
-    m = MODELS["deepseek-v3"]
-    total, active = transformer_params(
-        layers=m["layers"],
-        hidden=m["hidden"],
-        ffn_hidden=m["ffn_hidden"],
-        heads=m["heads"],
-        kv_heads=m["kv_heads"],
-        vocab=m["vocab"],
-        gated_mlp=m["gated_mlp"],
-        tied_embeddings=False,
-        moe=m["moe"],
-        mla=m["mla"],
-    )
+    total, active = _preset_params("deepseek-v3", tied_embeddings=False)
     assert total == pytest.approx(671e9, rel=0.001)
     assert active == pytest.approx(37e9, rel=0.02)
 
