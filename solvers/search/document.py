@@ -222,13 +222,14 @@ def search_document(
     if isinstance(training, Mapping) and isinstance(training.get("layout"), Mapping):
         try:
             given = resolve(request.scenario)
+            given_layouts = given.layouts  # made from the held layout on each read: once here
             ok, reasons = engine.check_layouts(
-                model=given.model, cluster=given.cluster, training=given.training, layouts=given.layouts
+                model=given.model, cluster=given.cluster, training=given.training, layouts=given_layouts
             )
             if not bool(ok[0]):
                 raise ScenarioError([reason_to_error(reasons[0] or "training.layout: invalid layout")])
-            baseline = (layout_from_batch(given.layouts, 0), _layout_rows(given, given.layouts)[0])
-            baseline_layouts = given.layouts
+            baseline = (layout_from_batch(given_layouts, 0), _layout_rows(given, given_layouts)[0])
+            baseline_layouts = given_layouts
         except ScenarioError as exc:
             # The given layout is only a point of comparison: the search still covers the whole space.
             baseline_error = exc.as_dict()
