@@ -476,6 +476,33 @@ def _step(
         buckets=layers_busiest,
         links=links,
     )
+    if fx.zero3_per_tensor_collectives and moe is None:
+        # DeepSpeed's ZeRO-3 issues one synchronised ring collective per parameter tensor (dense models).
+        dp_x = dp_x._replace(
+            time_s=dp_x.time_s
+            + where(
+                lay.zero_stage >= 3,
+                exchanges.per_tensor_collectives_extra_s(
+                    tensor_elements=exchanges.layer_tensor_elements(
+                        hidden=h,
+                        ffn=float(model.ffn_hidden),
+                        heads=model.heads,
+                        kv_heads=model.kv_heads,
+                        gated_mlp=model.gated_mlp,
+                        tp=tp,
+                    ),
+                    group=dp * cp,
+                    stride=tp,
+                    gathers=gather_b / w_bytes,
+                    weight_bytes=w_bytes,
+                    grad_bytes=grad_bytes,
+                    layers=layers_busiest,
+                    microbatches=microbatches,
+                    links=links,
+                ),
+                0.0,
+            )
+        )
     if moe is not None:
         tokens_per_rank = microbatch_tokens / tp
         dispatch_e = 1.0 if precision == "fp8" else act_e

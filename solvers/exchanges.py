@@ -39,7 +39,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from solvers import collectives
-from solvers.compute import Num, maximum, where
+from solvers.catalog.calibration import (
+    NCCL_LL_MULTINODE_INTRA_FACTOR,
+    NCCL_RING_BASE_LATENCY_US,
+    NCCL_RING_INTER_LATENCY_US,
+    NCCL_RING_INTRA_LATENCY_US,
+    NCCL_RING_PROTOCOL_BW_FACTOR,
+)
+from solvers.compute import Num, maximum, minimum, where
 
 
 class Exchange(NamedTuple):
@@ -207,6 +214,91 @@ def recompute_regather_bytes_per_param(
         1.0 * weight_bytes,
         0.0,
     )
+
+
+def layer_tensor_elements(
+    *, hidden: float, ffn: float, heads: int, kv_heads: int, gated_mlp: bool, tp: Num
+) -> list[Num]:
+    """Elements of each parameter tensor of one transformer layer on one tensor-parallel rank, in the
+    Megatron-LM layout ZeRO-3 partitions tensor by tensor (``ParallelTransformerLayer``: fused QKV, attention
+    output, ``dense_h_to_4h``, ``dense_4h_to_h``). A GPT-style layer (MLP not gated) has a bias on each of the
+    four linear layers and two LayerNorms with weight and bias: 12 tensors. A gated (Llama-style) layer has no
+    biases, the gate and up projections fused into one matrix and two RMSNorm weights: 6 tensors. Matrices
+    and their biases are split over ``tp``; norms are replicated. Example: GPT-3 175B at tp 1: 453M (QKV),
+    36,864, 151M, 12,288, 604M, 49,152, 604M, 12,288 and four LayerNorm vectors of 12,288.
+    """
+    qkv = hidden * (1.0 + 2.0 * kv_heads / heads)
+    fc1 = ffn * (2.0 if gated_mlp else 1.0)
+    matrices = [qkv * hidden / tp, hidden * hidden / tp, fc1 * hidden / tp, ffn * hidden / tp]
+    if gated_mlp:
+        return [*matrices, 1.0 * hidden, 1.0 * hidden]
+    biases = [qkv / tp, 1.0 * hidden, fc1 / tp, 1.0 * hidden]
+    return [*matrices, *biases, *([1.0 * hidden] * 4)]
+
+
+def nccl_ring_latency_s(*, ranks: Num, nodes: Num, protocol: int) -> Num:
+    """NCCL's modelled latency of one ring all-gather or reduce-scatter over ``ranks`` ranks on ``nodes``
+    nodes (NCCL 2.9.6 ``src/graph/tuning.cc``, ``ncclTopoTuneModel``; ``solvers.catalog.calibration``):
+    ``baseLat + (N - 1 - (n - 1)) intraLat + (n - 1) interLat`` with the protocol's constants, the LL
+    intra-node step x 1.8 when the ring spans nodes. NCCL has no tree for these two collectives, so the
+    latency grows with the group. Example: 1,536 ranks on 192 nodes: LL 3.6 + 1,344 x 0.846 + 191 x 2.7
+    = 1,657 us; Simple 8.4 + 1,344 x 3.4 + 191 x 9.6 = 6,411 us.
+    """
+    base = NCCL_RING_BASE_LATENCY_US[0][protocol]
+    intra = NCCL_RING_INTRA_LATENCY_US[0][protocol]
+    inter = NCCL_RING_INTER_LATENCY_US[0][protocol]
+    n = 1.0 * maximum(ranks, 1)
+    spans = nodes > 1
+    if protocol == 0:
+        intra = where(spans, intra * NCCL_LL_MULTINODE_INTRA_FACTOR[0], intra)
+    inter_steps = where(spans, nodes - 1.0, 0.0)
+    return where(n > 1, (base + (n - 1.0 - inter_steps) * intra + inter_steps * inter) * 1e-6, 0.0)
+
+
+def per_tensor_collectives_extra_s(
+    *,
+    tensor_elements: list[Num],
+    group: Num,
+    stride: Num,
+    gathers: Num,
+    weight_bytes: float,
+    grad_bytes: Num,
+    layers: Num,
+    microbatches: Num,
+    links: collectives.Links,
+) -> Num:
+    """Time the per-tensor collectives of DeepSpeed's ZeRO-3 add to the data-parallel exchange (effect
+    ``zero3_per_tensor_collectives``, ``docs/CONVENTIONS.md`` "Step effects").
+
+    DeepSpeed's ZeRO-3 before the coalesced collectives (v0.5.x; PR #1188, October 2021, and PR #1453,
+    January 2022, "batching allgather calls to amortize fixed overhead") gathers every parameter tensor
+    with its own all-gather (``Init._allgather_param`` in ``deepspeed/runtime/zero/partition_parameters.py``,
+    ``torch.cuda.synchronize()`` before each, so they neither overlap nor pipeline; PR #1188: "the async version
+    is not async at all") and reduce-scatters every gradient with its own reduce-scatter
+    (``Init._reduce_scatter_gradient``), once per micro-batch. Each pays NCCL's ring latency over the whole
+    group (``nccl_ring_latency_s``) in the protocol NCCL picks, the one of least ``latency + t / f`` with
+    ``t`` the collective's bandwidth time on the placed links (``solvers.collectives``) and ``f`` the
+    protocol's bandwidth share (LL 1/4, LL128 0.92, Simple 1). What exceeds the bandwidth time already in the
+    exchange is added: per step ``m x layers x sum over tensors (gathers x extra(w) + extra(g))``.
+    Example: GPT-3 175B, 1,536 GPUs, 3 gathers: the 8 small tensors of a layer take LL (1.66 ms each), the
+    four matrices LL128 or Simple (3.3-6.4 ms): ~36 ms per layer and pass, ~14 s per step.
+    """
+    k = collectives.members_per_node(group_size=group, stride=stride, gpus_per_node=links.gpus_per_node)
+    nodes = -(-maximum(group, 1) // k)
+    lat = [nccl_ring_latency_s(ranks=group, nodes=nodes, protocol=p) for p in range(3)]
+    factors = NCCL_RING_PROTOCOL_BW_FACTOR[0]
+
+    def extra(message_bytes: Num) -> Num:
+        t, _ = collectives.placed_reduce_scatter_s(
+            group_size=group, stride=stride, message_bytes=message_bytes, links=links
+        )
+        best = minimum(minimum(lat[0] + t / factors[0], lat[1] + t / factors[1]), lat[2] + t / factors[2])
+        return best - t
+
+    total: Num = 0.0
+    for elements in tensor_elements:
+        total = total + gathers * extra(elements * weight_bytes) + extra(elements * grad_bytes)
+    return where(maximum(group, 1) > 1, microbatches * layers * total, 0.0)
 
 
 def dp_exchange(

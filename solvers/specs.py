@@ -210,6 +210,13 @@ class EffectsSpec:
         "on the GPU reach DeepSpeed's stage3_max_reuse_distance (1e9; PartitionedParameterCoordinator keeps "
         "parameters reused within it, deepspeed/runtime/zero/partitioned_param_coordinator.py); no constant"
     )
+    zero3_per_tensor_collectives: bool = _switch(
+        "DeepSpeed ZeRO-3 before its coalesced collectives (v0.5.x) all-gathers and reduce-scatters each "
+        "parameter tensor separately, synchronised (deepspeed/runtime/zero/partition_parameters.py, "
+        "_allgather_param, _reduce_scatter_gradient; PR #1188, #1453), each paying NCCL's ring latency over "
+        "the whole group (NCCL 2.9.6 src/graph/tuning.cc: no tree for all-gather or reduce-scatter); no fitted "
+        "constant. FSDP implementations that gather one flat buffer per layer turn it off"
+    )
     fp8_scope: bool = _switch(
         "in FP8 training only the transformer blocks' linear layers run in FP8: the attention core and the "
         "output layer run at the BF16 rate (Transformer Engine: FP8 attention is opt-in, fp8_dpa=False; "

@@ -130,3 +130,35 @@ ZERO3_MAX_REUSE_DISTANCE: tuple[float, str] = (
     "keeps a module's parameters gathered when they reappear in the traced module order within that many "
     "elements",
 )
+
+# NCCL 2.9.6 (April 2021, the release of the DeepSpeed ZeRO-3 runs of Narayanan et al. SC'21) cost model,
+# src/graph/tuning.cc, ncclTopoTuneModel: a ring all-gather or reduce-scatter over nRanks ranks on nNodes
+# nodes takes ``baseLat + (nsteps - nInterSteps) intraLat + nInterSteps interLat`` microseconds with
+# ``nsteps = nRanks - 1`` and ``nInterSteps = nNodes - 1``; all-gather and reduce-scatter have no tree
+# algorithm ("if (coll != ncclFuncAllReduce && a != NCCL_ALGO_RING) continue;"). Order (LL, LL128, Simple).
+NCCL_RING_BASE_LATENCY_US: tuple[tuple[float, float, float], str] = (
+    (3.6, 10.0, 8.4),
+    "NVIDIA/nccl v2.9.6-1 src/graph/tuning.cc, baseLat[Ring] = { 3.6, 10.0, 8.4 } us (LL, LL128, Simple)",
+)
+NCCL_RING_INTRA_LATENCY_US: tuple[tuple[float, float, float], str] = (
+    (0.47, 1.9, 3.4),
+    "NVIDIA/nccl v2.9.6-1 src/graph/tuning.cc, hwLat[NVLINK][Ring] = { .47, 1.9, 3.4 } us per intra-node "
+    "ring step (LL, LL128, Simple); the LL value is multiplied by 1.8 when the ring spans nodes "
+    "('if (nNodes > 1 && p == NCCL_PROTO_LL) intraLat *= 1.8')",
+)
+NCCL_RING_INTER_LATENCY_US: tuple[tuple[float, float, float], str] = (
+    (2.7, 4.0, 9.6),
+    "NVIDIA/nccl v2.9.6-1 src/graph/tuning.cc, hwLat[NET][Ring] = { 2.7, 4.0, 9.6 } us per inter-node ring "
+    "step (LL, LL128, Simple)",
+)
+NCCL_LL_MULTINODE_INTRA_FACTOR: tuple[float, str] = (
+    1.8,
+    "NVIDIA/nccl v2.9.6-1 src/graph/tuning.cc: 'if (nNodes > 1 && p == NCCL_PROTO_LL) intraLat *= 1.8'",
+)
+NCCL_RING_PROTOCOL_BW_FACTOR: tuple[tuple[float, float, float], str] = (
+    (0.25, 0.92, 1.0),
+    "NVIDIA/nccl v2.9.6-1 src/graph/tuning.cc, ring bus bandwidth per protocol relative to Simple: LL "
+    "busBw x 1/4 across nodes ('busBw * ((nNodes > 1 || ...) ? 1.0/4.0 : 1.0/3.0)'), LL128 busBw x 0.92 "
+    "with two or more GPUs per node ('ppn < 2 ? 0.7 : 0.92'), Simple busBw; NCCL runs each collective in the "
+    "protocol of least modelled time (latency + size / bandwidth)",
+)

@@ -65,6 +65,7 @@ def test_the_switches_are_the_five_effects() -> None:
         "context_parallel",
         "attention_core",
         "zero3_recompute_regather",
+        "zero3_per_tensor_collectives",
         "fp8_scope",
     }
 
