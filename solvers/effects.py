@@ -30,6 +30,12 @@ fit``). Every function takes python scalars or numpy arrays (one entry per layou
   backward gathers them a third time only when one block's parameters reach DeepSpeed's
   ``stage3_max_reuse_distance`` (its ``PartitionedParameterCoordinator`` keeps parameters reused within that
   many elements); no fitted constant.
+* ``zero3_per_tensor_collectives`` (in ``solvers.exchanges.per_tensor_collectives_extra_s``): DeepSpeed's
+  ZeRO-3 before v0.5.x gathers and reduce-scatters each parameter tensor with its own synchronised collective
+  (``deepspeed/runtime/zero/partition_parameters.py``, ``_allgather_param``, ``_reduce_scatter_gradient``),
+  and NCCL runs both only as rings, whose latency grows with the group (NCCL 2.9.6 ``src/graph/tuning.cc``);
+  each tensor's collective pays that latency in NCCL's cheapest protocol beyond its bandwidth time. No fitted
+  constant.
 * ``fp8_scope``: FP8 training runs only the transformer blocks' linear layers in FP8. The attention core
   stays in BF16 (Transformer Engine's FP8 dot-product attention is opt-in, ``fp8_dpa=False`` in its recipes;
   torchao's ``Float8Linear`` converts only linear layers; DeepSeek-V3 §3.3.1 keeps "attention operators" in
