@@ -280,8 +280,9 @@ def per_tensor_collectives_extra_s(
     ``t`` the collective's bandwidth time on the placed links (``solvers.collectives``) and ``f`` the
     protocol's bandwidth share (LL 1/4, LL128 0.92, Simple 1). What exceeds the bandwidth time already in the
     exchange is added: per step ``m x layers x sum over tensors (gathers x extra(w) + extra(g))``.
-    Example: GPT-3 175B, 1,536 GPUs, 3 gathers: the 8 small tensors of a layer take LL (1.66 ms each), the
-    four matrices LL128 or Simple (3.3-6.4 ms): ~36 ms per layer and pass, ~14 s per step.
+    Example: GPT-3 175B, 1,536 GPUs on 192 nodes, 3 gathers: the 8 vectors of a layer take LL, 1.8 ms each
+    beyond their bandwidth time; the four matrices LL128, 3.6-4.5 ms: ~31 ms per layer and pass, 11.8 s per
+    step.
     """
     k = collectives.members_per_node(group_size=group, stride=stride, gpus_per_node=links.gpus_per_node)
     nodes = -(-maximum(group, 1) // k)
