@@ -1,8 +1,8 @@
 """Step-model effects beyond the roofline: matrix shape, stragglers, MoE overhead, pipeline ends, context parallel.
 
-Each effect has a switch (``training.efficiency.effects.<name>``, on by default in a scenario document; off in
-a bare ``EffectsSpec``) and its free constants come from ``solvers.catalog.fitted`` (``python -m solvers
-fit``). Every function takes python scalars or numpy arrays (one entry per layout) and broadcasts, like
+Each effect has a switch (``training.efficiency.effects.<name>``, on by default in a scenario document but for
+``zero3_per_tensor_collectives``; off in a bare ``EffectsSpec``) and its free constants come from
+``solvers.catalog.fitted`` (``python -m solvers fit``). Every function takes python scalars or numpy arrays (one entry per layout) and broadcasts, like
 ``solvers.compute``. The conventions, with their sources, are in ``docs/CONVENTIONS.md`` ("Step effects").
 
 * ``matrix_shape``: a GEMM's achieved share of the large-GEMM rate is ``tile(M) tile(N) tile(K) x
@@ -35,7 +35,7 @@ fit``). Every function takes python scalars or numpy arrays (one entry per layou
   (``deepspeed/runtime/zero/partition_parameters.py``, ``_allgather_param``, ``_reduce_scatter_gradient``),
   and NCCL runs both only as rings, whose latency grows with the group (NCCL 2.9.6 ``src/graph/tuning.cc``);
   each tensor's collective pays that latency in NCCL's cheapest protocol beyond its bandwidth time. No fitted
-  constant.
+  constant. Off in a document unless stated (later DeepSpeed and every FSDP gather per bucket or layer).
 * ``fp8_scope``: FP8 training runs only the transformer blocks' linear layers in FP8. The attention core
   stays in BF16 (Transformer Engine's FP8 dot-product attention is opt-in, ``fp8_dpa=False`` in its recipes;
   torchao's ``Float8Linear`` converts only linear layers; DeepSeek-V3 §3.3.1 keeps "attention operators" in

@@ -30,7 +30,7 @@ from solvers.catalog.fitted import family_of
 from solvers.corpus import MFU_METRICS, Corpus, Run
 from solvers.inputs import resolve
 from solvers.layout import Layout
-from solvers.specs import EFFECT_SWITCHES, ClusterSpec, ModelSpec, TrainingSpec
+from solvers.specs import EFFECT_DOCUMENT_DEFAULTS, EFFECT_SWITCHES, ClusterSpec, ModelSpec, TrainingSpec
 
 FAMILIES: tuple[str, ...] = ("ampere", "hopper", "blackwell")
 EFFECT_CONSTANTS: tuple[str, ...] = (
@@ -104,7 +104,9 @@ def _with_effects(scenario: dict[str, Any], on: bool | dict[str, bool]) -> dict[
     if isinstance(on, dict):
         efficiency["effects"] = {name: bool(on.get(name, False)) for name in _EFFECT_NAMES}
     else:
-        efficiency["effects"] = {name: (given.get(name, True) if on else False) for name in _EFFECT_NAMES}
+        efficiency["effects"] = {
+            name: (given.get(name, EFFECT_DOCUMENT_DEFAULTS[name]) if on else False) for name in _EFFECT_NAMES
+        }
     training["efficiency"] = efficiency
     doc["training"] = training
     return doc

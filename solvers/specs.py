@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from types import SimpleNamespace
+from types import MappingProxyType, SimpleNamespace
 from typing import Any, Literal
 
 import numpy as np
@@ -168,9 +168,11 @@ class OverlapSpec:
     ep: float = 0.0
 
 
-def _switch(source: str) -> Any:
-    """An ``EffectsSpec`` switch (off by default) whose field-table source is ``source``."""
-    return field(default=False, metadata={"effect_source": source})
+def _switch(source: str, *, in_documents: bool = True) -> Any:
+    """An ``EffectsSpec`` switch (off in a bare spec) whose field-table source is ``source``; ``in_documents``
+    is its default in a scenario document (on, unless the effect describes one framework version that a
+    scenario has to state)."""
+    return field(default=False, metadata={"effect_source": source, "in_documents": in_documents})
 
 
 @dataclass(frozen=True)
@@ -215,7 +217,8 @@ class EffectsSpec:
         "parameter tensor separately, synchronised (deepspeed/runtime/zero/partition_parameters.py, "
         "_allgather_param, _reduce_scatter_gradient; PR #1188, #1453), each paying NCCL's ring latency over "
         "the whole group (NCCL 2.9.6 src/graph/tuning.cc: no tree for all-gather or reduce-scatter); no fitted "
-        "constant. FSDP implementations that gather one flat buffer per layer turn it off"
+        "constant. Off unless stated: DeepSpeed since v0.5.x and FSDP gather one flat buffer per bucket or layer",
+        in_documents=False,
     )
     fp8_scope: bool = _switch(
         "in FP8 training only the transformer blocks' linear layers run in FP8: the attention core and the "
@@ -240,6 +243,11 @@ EFFECT_SOURCES: tuple[tuple[str, str], ...] = tuple(
     (f.name, str(f.metadata["effect_source"])) for f in fields(EffectsSpec) if "effect_source" in f.metadata
 )
 EFFECT_SWITCHES: tuple[str, ...] = tuple(name for name, _ in EFFECT_SOURCES)
+# Each switch's default in a scenario document (the field table's ``default``): on, but for an effect of one
+# framework version, which a scenario states.
+EFFECT_DOCUMENT_DEFAULTS: Mapping[str, bool] = MappingProxyType(
+    {f.name: bool(f.metadata["in_documents"]) for f in fields(EffectsSpec) if "effect_source" in f.metadata}
+)
 
 
 @dataclass(frozen=True)

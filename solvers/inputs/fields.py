@@ -23,6 +23,7 @@ from typing import Any
 from solvers.catalog import calibration
 from solvers.inputs.table import NO_DEFAULT, NUMERIC, Field, FieldTable
 from solvers.specs import (
+    EFFECT_DOCUMENT_DEFAULTS,
     EFFECT_SOURCES,
     GRAD_REDUCE_DTYPES,
     OPTIMIZERS,
@@ -496,7 +497,10 @@ FIELDS += (
     _obj("training.efficiency.overlap"),
     *(_overlap(dim) for dim in ("tp", "cp", "pp", "dp", "ep")),
     _obj("training.efficiency.effects"),
-    *(_flag(f"training.efficiency.effects.{name}", default=True, source=source) for name, source in _EFFECTS),
+    *(
+        _flag(f"training.efficiency.effects.{name}", default=EFFECT_DOCUMENT_DEFAULTS[name], source=source)
+        for name, source in _EFFECTS
+    ),
     _obj("training.checkpoint"),
     _num(
         "training.checkpoint.interval_h",

@@ -18,7 +18,7 @@ import pytest
 from solvers import engine, fit, solve
 from solvers.cli import load_yaml
 from solvers.inputs import fields, resolve
-from solvers.specs import EFFECT_SOURCES, EFFECT_SWITCHES, SCHEDULES, EffectsSpec
+from solvers.specs import EFFECT_DOCUMENT_DEFAULTS, EFFECT_SOURCES, EFFECT_SWITCHES, SCHEDULES, EffectsSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = json.loads((Path(__file__).resolve().parent / "golden" / "effects_off.json").read_text("utf-8"))
@@ -48,12 +48,18 @@ def test_the_switches_are_the_five_effects() -> None:
     assert tuple(name for name, _ in fields._EFFECTS) == switches
     for name, source in EFFECT_SOURCES:
         row = fields.TABLE[f"training.efficiency.effects.{name}"]
-        assert row.default is True and row.source == source
+        assert row.default is EFFECT_DOCUMENT_DEFAULTS[name] and row.source == source
     # every switch reaches the resolved spec, and each one alone turns the effects on
     resolved = resolve(
         load_yaml((ROOT / "examples" / "quickstart-llama3-8b-64xh100.yaml").read_text("utf-8"))
     )
-    assert all(getattr(resolved.training.effects, name) is True for name in switches)
+    assert all(
+        getattr(resolved.training.effects, name) is EFFECT_DOCUMENT_DEFAULTS[name] for name in switches
+    )
+    # on in documents, but for an effect of one framework version, which a scenario states
+    assert [name for name in switches if not EFFECT_DOCUMENT_DEFAULTS[name]] == [
+        "zero3_per_tensor_collectives"
+    ]
     for name in switches:
         assert EffectsSpec(**{name: True}).any_on
     assert not EffectsSpec().any_on
