@@ -44,6 +44,22 @@ Each effect has a switch (``training.efficiency.effects.<name>``, on by default 
   rate: the BF16 peak at the same large-GEMM efficiency. With ``pipeline_ends`` the
   output layer enters the stage balance at that rate (its layer equivalents scaled by ``rate / rate_bf16``).
   No constant.
+* ``unfused_elementwise``: without fused elementwise kernels (``training.fused_elementwise: false``, PyTorch
+  eager mode) each op of a norm, a rotary embedding and a SwiGLU product is a kernel of its own that reads its
+  inputs from HBM and writes its output back; torch.compile (or a hand-fused kernel) reads the inputs and
+  writes the output once per group. The extra bytes, per token and layer, counted from torchtitan's Llama
+  model at the commit of its December 2024 benchmarks (9dec370): ``RMSNorm.forward`` in
+  ``torchtitan/models/norms.py`` is ``x.float()``, ``pow(2)``, ``mean(-1)``, ``x * rsqrt(...)``,
+  ``type_as(x)``, ``* weight``, 2 x (e + 4) + 20 + 2e bytes per element against 2e fused, twice per layer on
+  ``h`` (``h/tp`` with sequence parallelism); ``apply_rotary_emb`` in ``torchtitan/models/llama/model.py`` is
+  ``float()``, a complex product and ``type_as``, 2 x (e + 4) + 8 against 2e, on the query and key widths
+  over ``tp``; ``FeedForward.forward`` is ``F.silu(w1(x)) * w3(x)``, 5e against 3e on ``ffn/tp`` (gated
+  MLPs only; MoE layers on ``(top_k + shared) x expert_ffn / expert_tp``). ``e`` is the activation element
+  size (2 in BF16 and FP8 training; in FP32 training the casts vanish). The backward pass moves about twice
+  the forward's bytes (each op reads the output gradient and its saved inputs and writes one gradient per
+  input: a product moves 5 tensors backward against 3 forward) and a full recomputation repeats the forward:
+  ``(1 + 2 + [full]) x bytes / HBM bandwidth``. Residual additions are one kernel either way and are not
+  counted. No constant.
 """
 
 from __future__ import annotations
@@ -146,3 +162,47 @@ def output_layer_bf16_extra_s(*, output_flops: Num, dense_rate: Num, rate: Num, 
     layer enters ``pipeline_ends_factor`` through ``output_rate_ratio``. Example: 1 TFLOP at a dense FP8 rate
     of 900 TFLOP/s, rates 963 and 633 TFLOP/s -> 1.11 ms x 0.52 = 0.58 ms."""
     return output_flops / dense_rate * (rate / rate_bf16 - 1.0)
+
+
+FP32_BYTES = 4.0
+"""Bytes of an FP32 element: torchtitan's RMSNorm and rotary embedding compute in FP32 (``x.float()``)."""
+
+UNFUSED_BACKWARD_PASSES = 2.0
+"""The backward pass of an elementwise op moves about twice its forward's bytes (module docstring)."""
+
+
+def unfused_elementwise_bytes_per_token_layer(
+    *,
+    hidden: float,
+    q_width: float,
+    kv_width: float,
+    ffn_width: Num,
+    gated: bool,
+    tp: Num,
+    sequence_parallel: Num,
+    element_bytes: float,
+) -> Num:
+    """Extra HBM bytes per token and layer of the eager forward pass over fused kernels (module docstring).
+
+    ``2 x norm x h / (tp if SP) + rope x (q + kv) / tp + [gated] 2e x ffn_width``, with
+    ``norm = 2 c + 20 + 2e - 2e``, ``rope = 2 c + 8 - 2e`` and ``c = e + 4`` the cost of one cast to and from
+    FP32 (0 in FP32 training). ``ffn_width`` is already per GPU (over ``tp`` or ``expert_tp``).
+    Example: Llama 3 8B (h = 4,096, q 4,096, kv 1,024, ffn 14,336), BF16, tp 1: 2 x 32 x 4,096 +
+    16 x 5,120 + 4 x 14,336 = 401,408 bytes.
+    """
+    e = element_bytes
+    cast = e + FP32_BYTES if e < FP32_BYTES else 0.0
+    norm_extra = 2.0 * cast + 20.0  # eager 2c + 20 + 2e against 2e fused
+    rope_extra = 2.0 * cast + 8.0 - 2.0 * e
+    norm_width = where(sequence_parallel, hidden / tp, hidden)
+    total = 2.0 * norm_extra * norm_width + rope_extra * (q_width + kv_width) / tp
+    if gated:
+        total = total + 2.0 * e * ffn_width
+    return total
+
+
+def unfused_elementwise_time_s(*, bytes_per_pass: Num, full_recompute: Num, hbm_bytes_s: float) -> Num:
+    """``(1 + 2 + [full recompute]) x forward extra bytes / HBM bandwidth``. Example: Llama 3 8B, 16,384 tokens
+    x 32 layers x 401,408 bytes, selective recompute, 2.4e12 B/s: 3 x 210.5e9 / 2.4e12 = 0.263 s."""
+    passes = 1.0 + UNFUSED_BACKWARD_PASSES + where(full_recompute, 1.0, 0.0)
+    return passes * bytes_per_pass / hbm_bytes_s

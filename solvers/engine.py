@@ -151,6 +151,30 @@ def _gemm_element_bytes(precision: str) -> float:
     return {"fp8": 1.0, "fp32": 4.0}.get(precision, 2.0)
 
 
+def _unfused_bytes_per_token_layer(
+    *, model: ModelSpec, tp: Num, etp: Num, lay: Layout | LayoutBatch, precision: str
+) -> Num:
+    """The ``unfused_elementwise`` effect's forward bytes per token and layer, MoE layers weighted by
+    ``moe_layers / layers`` (their SwiGLU on ``(top_k + shared) x expert_ffn / expert_tp``)."""
+    head_dim = model.hidden / model.heads
+    moe = model.moe
+    ffn_width = model.ffn_hidden / tp
+    if moe is not None:
+        share = moe.moe_layers / model.layers
+        expert_width = (moe.top_k + moe.shared_experts) * moe.expert_ffn_hidden / etp
+        ffn_width = (1.0 - share) * ffn_width + share * expert_width
+    return effects.unfused_elementwise_bytes_per_token_layer(
+        hidden=float(model.hidden),
+        q_width=model.heads * head_dim,
+        kv_width=model.kv_heads * head_dim,
+        ffn_width=ffn_width,
+        gated=model.gated_mlp,
+        tp=tp,
+        sequence_parallel=lay.sequence_parallel,
+        element_bytes=exchanges.activation_element_bytes(precision=precision),
+    )
+
+
 def evaluate(
     *, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layouts: LayoutBatch
 ) -> StepColumns:
@@ -370,6 +394,16 @@ def _step(
     )
     if fx.context_parallel or fx.attention_core or bf16_islands:
         compute_s = compute_s + attention_extra
+    if fx.unfused_elementwise and training.fused_elementwise is False:
+        # Eager mode: every norm, rotary and SwiGLU op reads and writes HBM on its own.
+        compute_s = compute_s + effects.unfused_elementwise_time_s(
+            bytes_per_pass=m
+            * microbatch_tokens
+            * layers_busiest
+            * _unfused_bytes_per_token_layer(model=model, tp=tp, etp=etp, lay=lay, precision=precision),
+            full_recompute=full_recompute,
+            hbm_bytes_s=hbm,
+        )
     if bf16_islands and not fx.pipeline_ends:
         # Without pipeline_ends the output layer is spread evenly over the stages; with it, its BF16 rate is
         # already in the pipeline-ends factor above.

@@ -225,6 +225,14 @@ class EffectsSpec:
         "output layer run at the BF16 rate (Transformer Engine: FP8 attention is opt-in, fp8_dpa=False; "
         "torchtitan's float8 leaves the output layer out; DeepSeek-V3 §3.3.1); no constant"
     )
+    unfused_elementwise: bool = _switch(
+        "without fused elementwise kernels (training.fused_elementwise false: PyTorch eager, no torch.compile) "
+        "each RMSNorm, rotary embedding and SwiGLU product runs as separate kernels that each read and write "
+        "HBM: the extra bytes over one fused kernel per op, counted from torchtitan's Llama model "
+        "(torchtitan/models/norms.py RMSNorm, torchtitan/models/llama/model.py apply_rotary_emb and "
+        "FeedForward.forward), forward, backward (2x) and a full recomputation, at the HBM bandwidth; no "
+        "constant"
+    )
     shape_half_dim: float = 0.0  # GEMM dimension at which the saturating curve reaches half its plateau
     jitter: float = 0.0  # relative standard deviation of one rank's step time (straggler term)
     moe_skew: float = 0.0  # busiest expert rank's load over the mean, minus one
@@ -263,6 +271,11 @@ class TrainingSpec:
     # and read again when recomputed), as in Megatron-LM before 2023. None means unspecified and is read as
     # True, the scenario document's default (``training.fused_attention``).
     fused_attention: bool | None = True
+    # Whether the non-GEMM elementwise and normalisation ops are fused (torch.compile, or the fused kernels of
+    # Megatron-Core and Transformer Engine). False: PyTorch eager, each op a kernel of its own reading and
+    # writing HBM (the ``unfused_elementwise`` effect). None is read as True, the scenario document's default
+    # (``training.fused_elementwise``).
+    fused_elementwise: bool | None = True
     effects: EffectsSpec = field(default_factory=EffectsSpec)
 
 

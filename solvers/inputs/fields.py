@@ -491,6 +491,15 @@ FIELDS += (
         "PyTorch scaled_dot_product_attention and Transformer Engine): the s x s score matrix never reaches "
         "HBM",
     ),
+    # Fused elementwise kernels are the default of the stacks the corpus describes: Megatron-Core and
+    # Transformer Engine ship fused normalisation, rotary and SwiGLU kernels, and torchtitan runs them fused
+    # under torch.compile. Runs in PyTorch eager mode (torchtitan's ``compile = false``) say ``false``.
+    _flag(
+        "training.fused_elementwise",
+        default=True,
+        source="convention: fused normalisation, rotary-embedding and activation kernels (torch.compile; "
+        "Megatron-Core and Transformer Engine fused kernels); false = PyTorch eager, one kernel per op",
+    ),
     *_LAYOUT_FIELDS,
     _obj("training.efficiency"),
     _num("training.efficiency.compute", 0, 1, "fraction", excl=True, nullable=True),

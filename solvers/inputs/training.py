@@ -148,6 +148,7 @@ def parse_training(
         )
     optimizer = str(table_default(r, path, "optimizer", nums))
     fused_attention = bool(table_default(r, path, "fused_attention", nums))
+    fused_elementwise = bool(table_default(r, path, "fused_elementwise", nums))
     total_tokens = table_default(r, path, "total_tokens", nums)
 
     layouts: list[dict[str, Any]]
@@ -236,6 +237,7 @@ def parse_training(
         compute_efficiency=efficiency,
         overlap=OverlapSpec(**overlap),
         fused_attention=fused_attention,
+        fused_elementwise=fused_elementwise,
         effects=effects,
     )
     doc = {
@@ -245,6 +247,7 @@ def parse_training(
         "precision": precision,
         "optimizer": optimizer,
         "fused_attention": fused_attention,
+        "fused_elementwise": fused_elementwise,
         "layout": "auto" if auto else dict(layouts[0]),
         "efficiency": {"compute": efficiency, "overlap": overlap, "effects": switches},
         "checkpoint": checkpoint,
