@@ -192,7 +192,7 @@ def busiest_stage_layers(*, layers: int, pp: Num) -> Num:
     return -(-layers // pp)
 
 
-def gemm_intensity_flop_per_byte(*, rows: Num, inner: float, cols: Num, element_bytes: float) -> Num:
+def gemm_intensity_flop_per_byte(*, rows: Num, inner: Num, cols: Num, element_bytes: float) -> Num:
     """Arithmetic intensity of one GEMM ``(rows x inner) @ (inner x cols)`` reading and writing each operand once.
 
     ``I = 2 M K N / (bytes * (M K + K N + M N))`` (Williams et al., 'Roofline', CACM 2009).

@@ -9,7 +9,7 @@ Each effect has a switch (``training.efficiency.effects.<name>``, on by default 
   d / (d + d_half)`` with ``d = min(M, N, K)``: tile quantisation (a dimension is padded to whole 128-wide
   tiles; NVIDIA, "Matrix Multiplication Background User's Guide", §3.1 Tile Quantization) times a saturating
   curve in the narrowest dimension (small GEMMs cannot fill the SMs nor hide their load latency; same guide
-  §3.2 and §2.3). ``d_half`` is fitted.
+  §3.2 and §2.3). ``d_half`` is fitted to published GEMM kernel benchmarks (``solvers.gemm_shape``).
 * ``stragglers``: every step ends in collectives, so it waits for the slowest of N ranks. With rank times of
   relative standard deviation ``sigma`` the expected maximum of N is ``1 + sigma sqrt(2 ln N)`` (the
   extreme-value bound for N normal variables; Dean & Barroso, "The Tail at Scale", CACM 2013, for the
@@ -60,6 +60,14 @@ Each effect has a switch (``training.efficiency.effects.<name>``, on by default 
   input: a product moves 5 tensors backward against 3 forward) and a full recomputation repeats the forward:
   ``(1 + 2 + [full]) x bytes / HBM bandwidth``. Residual additions are one kernel either way and are not
   counted. No constant.
+* ``expert_kernels``: the local experts' GEMMs are not one kernel. Transformer Engine's ``GroupedLinear``
+  (``transformer_engine/pytorch/module/grouped_linear.py``, which Megatron-Core's ``TEGroupedMLP`` uses)
+  splits the routed tokens by expert (``m_splits``), casts each expert's slice and issues one GEMM per expert
+  (``general_grouped_gemm`` over several cuBLAS streams), forward and backward. Each local expert so costs a
+  fixed time per MoE layer and microbatch whatever its token count: ``t = c x (E / ep) x MoE layers x
+  microbatches`` on the busiest stage, ``c`` fitted. It is what makes the microbatch size matter for small
+  experts (Megatron-Bridge's 26.02 and 26.02.01 tables: Qwen3-30B-A3B on 8 B200, 9,691 tokens/s per GPU with
+  one sequence per microbatch, 26,695 with four).
 """
 
 from __future__ import annotations
@@ -146,6 +154,12 @@ def permutation_bytes(
 ) -> Num:
     """HBM bytes of the MoE token permutation on one GPU: ``8 x tokens x top_k x h x bytes x MoE layers``."""
     return PERMUTE_HBM_PASSES * tokens * top_k * hidden * element_bytes * moe_layers
+
+
+def expert_kernels_s(*, local_experts: Num, moe_layers: Num, microbatches: Num, per_expert_s: float) -> Num:
+    """Fixed time of the per-expert kernels on one GPU: ``c x local experts x MoE layers x microbatches``.
+    Example: Qwen3-30B-A3B with EP 8 (16 local experts), 48 MoE layers, 64 microbatches, c = 0.3 ms: 14.7 s."""
+    return per_expert_s * local_experts * moe_layers * microbatches
 
 
 def bf16_rate(*, rate: Num, precision_factor: float, peak: float, peak_bf16: float) -> Num:

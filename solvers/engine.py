@@ -425,6 +425,13 @@ def _step(
             )
             / hbm
         )
+    if fx.expert_kernels and moe is not None:
+        compute_s = compute_s + effects.expert_kernels_s(
+            local_experts=moe.experts / ep,
+            moe_layers=layers_busiest * moe_share,
+            microbatches=m,
+            per_expert_s=fx.expert_kernel_s,
+        )
     if fx.stragglers:
         compute_s = compute_s * effects.straggler_factor(ranks=gpus, jitter=fx.jitter)
     microbatch_s = compute_s / m

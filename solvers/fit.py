@@ -1,9 +1,11 @@
 """The calibration fit and its leave-one-source-out validation (``python -m solvers fit`` / ``validate``).
 
 Free constants (each physical and bounded, ``BOUNDS``): the large-GEMM efficiency of each accelerator family
-(Ampere, Hopper), the matrix-shape half-rate dimension ``d_half``, the straggler jitter ``sigma`` and the MoE
-load skew (``solvers.effects``). Nothing else is fitted: overlaps, fabrics and every scenario field are the
-corpus' translations of what each source states.
+(Ampere, Hopper, Blackwell), the straggler jitter ``sigma``, the MoE load skew, the FP8 and attention rate
+factors and the fixed time per local expert (``solvers.effects``). The matrix-shape half-rate dimension
+``d_half`` is not among them: it describes kernels and is fitted to published kernel benchmarks first
+(``solvers.gemm_shape``, ``corpus/kernels/``), then held fixed here (``kernel_constants``). Nothing else is
+fitted: overlaps, fabrics and every scenario field are the corpus' translations of what each source states.
 
 Residual of a run (``log_ratio``): ``log(actual step / predicted step)``, which is ``log(predicted MFU /
 published MFU)`` for an MFU-like figure, ``log(published step_s / predicted step_s)`` for a time and
@@ -19,6 +21,7 @@ sources a fit takes about a second and the six refits a few seconds.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,6 +31,7 @@ from solvers import engine
 from solvers.catalog.calibration import COMPUTE_EFFICIENCY, PRECISION_RATE_FACTOR
 from solvers.catalog.fitted import family_of
 from solvers.corpus import MFU_METRICS, Corpus, Run
+from solvers.gemm_shape import fit_shape_half_dim, load_kernel_sources
 from solvers.inputs import resolve
 from solvers.layout import Layout
 from solvers.specs import EFFECT_DOCUMENT_DEFAULTS, EFFECT_SWITCHES, ClusterSpec, ModelSpec, TrainingSpec
@@ -39,6 +43,7 @@ EFFECT_CONSTANTS: tuple[str, ...] = (
     "moe_skew",
     "fp8_rate_factor",
     "attention_rate_factor",
+    "expert_kernel_s",
 )
 PARAMS: tuple[str, ...] = tuple(f"eff_{f}" for f in FAMILIES) + EFFECT_CONSTANTS
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -47,10 +52,6 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "eff_ampere": (0.40, 0.85),
     "eff_hopper": (0.40, 0.85),
     "eff_blackwell": (0.40, 0.85),
-    # Half-rate GEMM dimension between 0 (no shape loss) and one 128-wide tile: a GEMM whose narrowest
-    # dimension fills one tile reaches at least half its plateau (below that the roofline's HBM bound, modelled
-    # separately, takes over).
-    "shape_half_dim": (0.0, 128.0),
     # Per-rank step-time jitter of 0-3% (sigma); 3% gives 1.13x at 16,384 ranks.
     "jitter": (0.0, 0.03),
     # Busiest expert rank's load at most 1.5x the mean.
@@ -61,16 +62,21 @@ BOUNDS: dict[str, tuple[float, float]] = {
     # kernel at 40% of a GEMM's rate doing all the blocks) to 2.0 (a causal kernel skipping half the blocks
     # at a GEMM's rate).
     "attention_rate_factor": (0.4, 2.0),
+    # Fixed time per local expert, MoE layer and microbatch, forward and backward: 0 (one fused grouped
+    # kernel, nothing per expert) to 1 ms (some 40 kernels per expert - GEMMs and their FP8 casts, forward
+    # and backward - at 25 us of host time each).
+    "expert_kernel_s": (0.0, 1.0e-3),
 }
 START: dict[str, float] = {
     "eff_ampere": COMPUTE_EFFICIENCY["a100-sxm-80gb"][0],
     "eff_hopper": COMPUTE_EFFICIENCY["h100-sxm"][0],
     "eff_blackwell": COMPUTE_EFFICIENCY["b200"][0],
-    "shape_half_dim": 64.0,
+    "shape_half_dim": 0.0,  # always given by kernel_constants() (solvers.gemm_shape)
     "jitter": 0.005,
     "moe_skew": 0.1,
     "fp8_rate_factor": PRECISION_RATE_FACTOR["fp8"][0],
     "attention_rate_factor": 1.0,
+    "expert_kernel_s": 1.0e-4,
 }
 _EFFECT_NAMES = EFFECT_SWITCHES
 
@@ -145,6 +151,7 @@ def _training(p: Prepared, params: dict[str, float]) -> TrainingSpec:
         moe_skew=params["moe_skew"],
         fp8_rate_factor=params["fp8_rate_factor"],
         attention_rate_factor=params["attention_rate_factor"],
+        expert_kernel_s=params["expert_kernel_s"],
     )
     efficiency = p.training.compute_efficiency if p.family is None else params[f"eff_{p.family}"]
     return replace(p.training, compute_efficiency=efficiency, effects=fx)
@@ -199,18 +206,30 @@ def _free(prepared: list[Prepared], effects: bool) -> list[str]:
     if not effects:
         return free
     fx = [p.training.effects for p in prepared]
-    if any(e.matrix_shape or e.context_parallel for e in fx):
-        free.append("shape_half_dim")
     if any(e.stragglers for e in fx):
         free.append("jitter")
     if any(e.attention_core for e in fx):
         free.append("attention_rate_factor")
     if any(p.is_moe and p.training.effects.moe_overhead for p in prepared):
         free.append("moe_skew")
+    if any(p.is_moe and p.training.effects.expert_kernels for p in prepared):
+        free.append("expert_kernel_s")
     return free
 
 
-def fit(prepared: list[Prepared], *, effects: bool = True, iterations: int = 12) -> dict[str, float]:
+def kernel_constants() -> dict[str, float]:
+    """The constants fitted to kernel benchmarks, which the corpus fit holds fixed: ``shape_half_dim``
+    (``solvers.gemm_shape.fit_shape_half_dim`` over ``corpus/kernels/*.yaml``)."""
+    return {"shape_half_dim": fit_shape_half_dim(load_kernel_sources()).d_half}
+
+
+def fit(
+    prepared: list[Prepared],
+    *,
+    effects: bool = True,
+    iterations: int = 12,
+    fixed: Mapping[str, float] | None = None,
+) -> dict[str, float]:
     """Constants minimising the source-weighted mean squared residual (module docstring); deterministic.
 
     Projected Levenberg-Marquardt on the constants scaled to [0, 1] by their bounds, forward-difference
@@ -218,6 +237,7 @@ def fit(prepared: list[Prepared], *, effects: bool = True, iterations: int = 12)
     fitted/hand ratio of the families that have runs.
     """
     params = dict(START)
+    params.update(fixed or {})
     if not effects:
         params.update(legacy_params())
     root_w = np.sqrt(_weights(prepared))
@@ -277,11 +297,12 @@ def legacy_params() -> dict[str, float]:
         "moe_skew": 0.0,
         "fp8_rate_factor": 0.0,
         "attention_rate_factor": 1.0,
+        "expert_kernel_s": 0.0,
     }
 
 
 def held_out(
-    prepared: list[Prepared], *, effects: bool = True
+    prepared: list[Prepared], *, effects: bool = True, fixed: Mapping[str, float] | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Leave one source out: each source predicted by the constants fitted without it.
 
@@ -292,7 +313,7 @@ def held_out(
     sources = list(dict.fromkeys(p.run.source for p in prepared))
     for source in sources:
         train = [p for p in prepared if p.run.source != source]
-        params = fit(train, effects=effects)
+        params = fit(train, effects=effects, fixed=fixed)
         by_source[source] = params
         for i, p in enumerate(prepared):
             if p.run.source == source:

@@ -233,11 +233,17 @@ class EffectsSpec:
         "FeedForward.forward), forward, backward (2x) and a full recomputation, at the HBM bandwidth; no "
         "constant"
     )
+    expert_kernels: bool = _switch(
+        "the local experts' GEMMs run as one kernel sequence per expert (Transformer Engine's GroupedLinear "
+        "splits the routed tokens by expert and issues one GEMM, with its casts, per expert): a fixed time per "
+        "local expert, MoE layer and microbatch, fitted (solvers.catalog.fitted)"
+    )
     shape_half_dim: float = 0.0  # GEMM dimension at which the saturating curve reaches half its plateau
     jitter: float = 0.0  # relative standard deviation of one rank's step time (straggler term)
     moe_skew: float = 0.0  # busiest expert rank's load over the mean, minus one
     fp8_rate_factor: float = 0.0  # share of the FP8 peak at the BF16 efficiency; 0 = the hand calibration's
     attention_rate_factor: float = 1.0  # attention core's rate (PaLM-counted FLOPs) over the large-GEMM rate
+    expert_kernel_s: float = 0.0  # fixed time per local expert, MoE layer and microbatch (forward + backward)
 
     @property
     def any_on(self) -> bool:

@@ -39,10 +39,12 @@ from solvers.fit import (
     compare,
     fit,
     held_out,
+    kernel_constants,
     legacy_params,
     predict_row,
     prepare,
 )
+from solvers.gemm_shape import fit_shape_half_dim, load_kernel_sources
 from solvers.published import ledger_rows, validation_corpus
 from solvers.step_uncertainty import fit as fit_uncertainty
 from solvers.step_uncertainty import step_class
@@ -96,7 +98,7 @@ def validation_document(corpus: Corpus | None = None) -> dict[str, Any]:
     legacy = prepare(corpus, effects=False)
     params = catalog_params()
     in_rows = [predict_row(p, params) for p in prepared]
-    held_rows, by_source = held_out(prepared)
+    held_rows, by_source = held_out(prepared, fixed=kernel_constants())
     legacy_rows = [predict_row(p, legacy_params()) for p in legacy]
     legacy_held_rows, _ = held_out(legacy, effects=False)
 
@@ -230,8 +232,10 @@ def fit_documents(corpus: Corpus | None = None) -> tuple[dict[str, Any], dict[st
     and the held-out log ratios by class. Deterministic apart from the date."""
     corpus = validation_corpus() if corpus is None else corpus
     prepared = prepare(corpus)
-    params = fit(prepared)
-    held_rows, _ = held_out(prepared)
+    shape = fit_shape_half_dim(load_kernel_sources())
+    fixed = {"shape_half_dim": shape.d_half}
+    params = fit(prepared, fixed=fixed)
+    held_rows, _ = held_out(prepared, fixed=fixed)
     classified = [
         (step_class(moe=p.is_moe, gpus=p.gpus), compare(p, row)[2])
         for p, row in zip(prepared, held_rows, strict=True)
@@ -245,6 +249,12 @@ def fit_documents(corpus: Corpus | None = None) -> tuple[dict[str, Any], dict[st
         "constants": {name: params[name] for name in EFFECT_CONSTANTS},
         "compute_efficiency": {family: params[f"eff_{family}"] for family in FAMILIES},
         "bounds": {name: list(bound) for name, bound in BOUNDS.items()},
+        "shape_half_dim_fit": {
+            "fitted_to": "corpus/kernels/*.yaml (python -m solvers fit; solvers.gemm_shape)",
+            "rows": shape.rows,
+            "plateau_tflops": shape.plateau_tflops,
+            "rms_log_error": shape.rms_log_error,
+        },
     }
     uncertainty = fit_uncertainty(
         classified,

@@ -43,6 +43,7 @@ CONSTANTS: tuple[str, ...] = (
     "moe_skew",
     "fp8_rate_factor",
     "attention_rate_factor",
+    "expert_kernel_s",
 )
 
 

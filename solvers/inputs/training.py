@@ -52,6 +52,7 @@ _CONSTANT_UNITS = {
     "moe_skew": "fraction",
     "fp8_rate_factor": "fraction",
     "attention_rate_factor": "ratio",
+    "expert_kernel_s": "s",
 }
 
 
@@ -207,6 +208,7 @@ def parse_training(
         moe_skew=fitted.get("moe_skew", 0.0),
         fp8_rate_factor=fitted.get("fp8_rate_factor", 0.0),
         attention_rate_factor=fitted.get("attention_rate_factor", 1.0),
+        expert_kernel_s=fitted.get("expert_kernel_s", 0.0),
     )
     # The effects' fitted constants are inputs of every step figure: listed like any default.
     if fitted and fx_path == _FX_PATH:

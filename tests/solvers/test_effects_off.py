@@ -74,6 +74,7 @@ def test_the_switches_are_the_five_effects() -> None:
         "zero3_per_tensor_collectives",
         "fp8_scope",
         "unfused_elementwise",
+        "expert_kernels",
     }
 
 

@@ -10,6 +10,7 @@ import pytest
 from solvers.catalog.fitted import FITTED_FILE
 from solvers.corpus import Corpus, corpus_hash
 from solvers.fit import BOUNDS, fit, held_out, prepare
+from solvers.gemm_shape import MAX_HALF
 from solvers.published import validation_corpus
 from solvers.step_uncertainty import MIN_RUNS
 from solvers.validation import kendall_tau
@@ -60,8 +61,9 @@ def test_the_written_files_have_the_agreed_format() -> None:
     calibration = json.loads(FITTED_FILE.read_text(encoding="utf-8"))
     assert calibration["corpus_sha256"] and calibration["date"]
     for name, value in calibration["constants"].items():
-        lo, hi = BOUNDS[name]
+        lo, hi = BOUNDS.get(name, (0.0, MAX_HALF))  # shape_half_dim: fitted to kernels, within the grid
         assert lo <= value <= hi
+    assert "shape_half_dim" not in BOUNDS and calibration["shape_half_dim_fit"]["rows"] > 0
 
 
 def test_the_fitted_files_were_fitted_on_the_corpus_as_it_is() -> None:
