@@ -517,33 +517,32 @@ def _step(
         buckets=layers_busiest,
         links=links,
     )
+    per_tensor_s: Num = 0.0
     if fx.zero3_per_tensor_collectives and moe is None:
         # DeepSpeed's ZeRO-3 issues one synchronised ring collective per parameter tensor (dense models).
-        dp_x = dp_x._replace(
-            time_s=dp_x.time_s
-            + where(
-                lay.zero_stage >= 3,
-                exchanges.per_tensor_collectives_extra_s(
-                    tensor_elements=exchanges.layer_tensor_elements(
-                        hidden=h,
-                        ffn=float(model.ffn_hidden),
-                        heads=model.heads,
-                        kv_heads=model.kv_heads,
-                        gated_mlp=model.gated_mlp,
-                        tp=tp,
-                    ),
-                    group=dp * cp,
-                    stride=tp,
-                    gathers=gather_b / w_bytes,
-                    weight_bytes=w_bytes,
-                    grad_bytes=grad_bytes,
-                    layers=layers_busiest,
-                    microbatches=microbatches,
-                    links=links,
+        per_tensor_s = where(
+            lay.zero_stage >= 3,
+            exchanges.per_tensor_collectives_extra_s(
+                tensor_elements=exchanges.layer_tensor_elements(
+                    hidden=h,
+                    ffn=float(model.ffn_hidden),
+                    heads=model.heads,
+                    kv_heads=model.kv_heads,
+                    gated_mlp=model.gated_mlp,
+                    tp=tp,
                 ),
-                0.0,
-            )
+                group=dp * cp,
+                stride=tp,
+                gathers=gather_b / w_bytes,
+                weight_bytes=w_bytes,
+                grad_bytes=grad_bytes,
+                layers=layers_busiest,
+                microbatches=microbatches,
+                links=links,
+            ),
+            0.0,
         )
+        dp_x = dp_x._replace(time_s=dp_x.time_s + per_tensor_s)
     if moe is not None:
         tokens_per_rank = microbatch_tokens / tp
         dispatch_e = 1.0 if precision == "fp8" else act_e
@@ -574,7 +573,8 @@ def _step(
     hidden_tp = minimum(ov.tp * tp_x.time_s, compute_s)
     hidden_cp = minimum(ov.cp * cp_x.time_s, compute_s * attention_share)
     hidden_pp = minimum(ov.pp * pp_x.time_s, compute_s)
-    hidden_dp = minimum(ov.dp * dp_x.time_s, microbatch_s)
+    # the per-tensor collectives wait on torch.cuda.synchronize(): no overlap hides them
+    hidden_dp = minimum(ov.dp * (dp_x.time_s - per_tensor_s), microbatch_s)
     hidden_ep = minimum(ov.ep * ep_x.time_s, compute_s * moe_share)
     # Together the hidden exchanges never exceed the compute they hide behind either: each window above is a
     # share of the same compute, so when their sum would pass it every hidden share shrinks in proportion

@@ -29,7 +29,7 @@ import numpy as np
 
 from solvers import engine
 from solvers.catalog.calibration import COMPUTE_EFFICIENCY, PRECISION_RATE_FACTOR
-from solvers.catalog.fitted import family_of
+from solvers.catalog.fitted import family_of, fitted_constant
 from solvers.corpus import MFU_METRICS, Corpus, Run
 from solvers.gemm_shape import fit_shape_half_dim, load_kernel_sources
 from solvers.inputs import resolve
@@ -219,8 +219,12 @@ def _free(prepared: list[Prepared], effects: bool) -> list[str]:
 
 def kernel_constants() -> dict[str, float]:
     """The constants fitted to kernel benchmarks, which the corpus fit holds fixed: ``shape_half_dim``
-    (``solvers.gemm_shape.fit_shape_half_dim`` over ``corpus/kernels/*.yaml``)."""
-    return {"shape_half_dim": fit_shape_half_dim(load_kernel_sources()).d_half}
+    (``solvers.gemm_shape.fit_shape_half_dim`` over ``corpus/kernels/*.yaml``). Without that directory (an
+    installed package, the container) the value the calibration recorded when it was fitted."""
+    sources = load_kernel_sources()
+    if not sources:
+        return {"shape_half_dim": fitted_constant("shape_half_dim")}
+    return {"shape_half_dim": fit_shape_half_dim(sources).d_half}
 
 
 def fit(
@@ -237,7 +241,7 @@ def fit(
     fitted/hand ratio of the families that have runs.
     """
     params = dict(START)
-    params.update(fixed or {})
+    params.update(kernel_constants() if fixed is None else fixed)
     if not effects:
         params.update(legacy_params())
     root_w = np.sqrt(_weights(prepared))
@@ -310,6 +314,7 @@ def held_out(
     """
     rows: list[dict[str, Any] | None] = [None] * len(prepared)
     by_source: dict[str, dict[str, float]] = {}
+    fixed = kernel_constants() if fixed is None else fixed
     sources = list(dict.fromkeys(p.run.source for p in prepared))
     for source in sources:
         train = [p for p in prepared if p.run.source != source]

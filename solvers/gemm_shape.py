@@ -15,8 +15,10 @@ best plateau of each source found by golden-section search on ``log P`` for each
 numpy only. The end-to-end fit (``solvers.fit``) then holds ``d_half`` fixed: fitted to training runs it was
 poorly determined (a term elsewhere could move it from 0 to its bound) and stood in for unrelated costs.
 
-Example: DeepGEMM's 28 FP8 rows on H800 (``corpus/kernels/deepgemm-2025.yaml``) give d_half of about 95 and a
-plateau of about 1,140 TFLOPS (58% of the FP8 peak; its fine-grained scaling promotes on CUDA cores).
+Example: DeepGEMM's 28 FP8 rows on H800 (``corpus/kernels/deepgemm-2025.yaml``) give d_half 99.8 and a plateau
+of 1,127 TFLOPS (57% of the FP8 peak; its fine-grained scaling promotes on CUDA cores). The figure depends on
+the rows: without the twelve decode shapes (M of 64 and 128) it would be about 150, without the M = 64 rows
+about 200; the curve's 128-wide tile halves the M = 64 rows, which DeepGEMM may run in 64-row blocks.
 """
 
 from __future__ import annotations
@@ -96,16 +98,30 @@ def load_kernel_sources(directory: Path = KERNELS_DIR) -> list[KernelSource]:
     of ``[groups, M, N, K, TFLOPS]``. Raises ``ValueError`` naming the file for a malformed table."""
     out: list[KernelSource] = []
     for path in sorted(directory.glob("*.yaml")):
+        name = f"corpus/kernels/{path.name}"
         doc = load_yaml(path.read_text(encoding="utf-8"))
-        src, rows = doc.get("source") or {}, doc.get("rows") or []
-        if src.get("accelerator") not in ACCELERATORS or src.get("precision") not in _PRECISION_BYTES:
-            raise ValueError(
-                f"corpus/kernels/{path.name}: source.accelerator and source.precision must be known"
-            )
-        if not rows or any(len(row) != 5 or min(row) <= 0 for row in rows):
-            raise ValueError(
-                f"corpus/kernels/{path.name}: rows must be [groups, M, N, K, TFLOPS], all positive"
-            )
+        if not isinstance(doc, dict) or not isinstance(doc.get("source"), dict):
+            raise ValueError(f"{name}: must be a mapping with a 'source' mapping and 'rows'")
+        src, rows = doc["source"], doc.get("rows")
+        if not isinstance(src.get("id"), str) or not src["id"]:
+            raise ValueError(f"{name}: source.id must be a non-empty string")
+        accelerator, precision = src.get("accelerator"), src.get("precision")
+        if accelerator not in ACCELERATORS or precision not in _PRECISION_BYTES:
+            raise ValueError(f"{name}: source.accelerator and source.precision must be known")
+        peak = ACCELERATORS[accelerator]["peak_tflops"].get(precision)
+        if peak is None:
+            raise ValueError(f"{name}: the catalog has no {precision} peak for {accelerator}")
+        if not isinstance(rows, list) or not rows:
+            raise ValueError(f"{name}: rows must be [groups, M, N, K, TFLOPS], all positive numbers")
+        for i, row in enumerate(rows):
+            numbers = isinstance(row, list) and len(row) == 5
+            numbers = numbers and all(type(v) in (int, float) and v > 0 for v in row)
+            if not numbers:
+                raise ValueError(f"{name}: rows[{i}] must be [groups, M, N, K, TFLOPS], all positive numbers")
+            if row[4] > peak:
+                raise ValueError(
+                    f"{name}: rows[{i}] measures more than the {precision} peak of {accelerator}"
+                )
         table = np.array(rows, dtype=float)
         out.append(
             KernelSource(

@@ -236,7 +236,9 @@ class EffectsSpec:
     expert_kernels: bool = _switch(
         "the local experts' GEMMs run as one kernel sequence per expert (Transformer Engine's GroupedLinear "
         "splits the routed tokens by expert and issues one GEMM, with its casts, per expert): a fixed time per "
-        "local expert, MoE layer and microbatch, fitted (solvers.catalog.fitted)"
+        "local expert, MoE layer and microbatch, fitted (solvers.catalog.fitted). On by default, as in "
+        "Megatron-Core with Transformer Engine (TEGroupedMLP); false for single-kernel grouped GEMMs (DeepGEMM, "
+        "Megatron-Core's GroupedMLP, torch._grouped_mm), which have no per-expert cost"
     )
     shape_half_dim: float = 0.0  # GEMM dimension at which the saturating curve reaches half its plateau
     jitter: float = 0.0  # relative standard deviation of one rank's step time (straggler term)

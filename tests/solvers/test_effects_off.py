@@ -40,7 +40,7 @@ def all_off(document: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def test_the_switches_are_the_five_effects() -> None:
+def test_the_switches_are_the_effects() -> None:
     """The switches are the ``bool`` fields of ``EffectsSpec``, in their order: the field table's rows, the
     resolver's and ``solvers.fit``'s names all come from there, so an effect is added in one place."""
     switches = tuple(f.name for f in dataclasses.fields(EffectsSpec) if f.type in (bool, "bool"))

@@ -87,12 +87,16 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
         context_parallel=True,
         attention_core=True,
         zero3_recompute_regather=True,
+        zero3_per_tensor_collectives=True,
         fp8_scope=True,
+        unfused_elementwise=True,
+        expert_kernels=True,
         shape_half_dim=100.0,
         jitter=0.01,
         moe_skew=0.2,
         fp8_rate_factor=0.65,
         attention_rate_factor=0.6,
+        expert_kernel_s=2e-4,
     )
     return [
         ("llama3-405b-unfused", LLAMA3_405B, llama_cluster, unfused),
@@ -100,6 +104,18 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
         ("llama3-405b-fused", LLAMA3_405B, llama_cluster, llama_tr),
         ("llama3-405b-effects", LLAMA3_405B, llama_cluster, dataclasses.replace(llama_tr, effects=effects)),
         ("deepseek-v3-effects", DEEPSEEK_V3, ds_cluster, dataclasses.replace(ds_tr, effects=effects)),
+        (
+            "llama3-405b-effects-eager",
+            LLAMA3_405B,
+            llama_cluster,
+            dataclasses.replace(llama_tr, effects=effects, fused_elementwise=False),
+        ),
+        (
+            "deepseek-v3-effects-eager",
+            DEEPSEEK_V3,
+            ds_cluster,
+            dataclasses.replace(ds_tr, effects=effects, fused_elementwise=False),
+        ),
     ]
 
 
