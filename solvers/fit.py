@@ -241,9 +241,10 @@ def fit(
     fitted/hand ratio of the families that have runs.
     """
     params = dict(START)
-    params.update(kernel_constants() if fixed is None else fixed)
-    if not effects:
+    if not effects:  # the hand calibration: every effect constant at zero, nothing from the kernels
         params.update(legacy_params())
+    else:
+        params.update(kernel_constants() if fixed is None else fixed)
     root_w = np.sqrt(_weights(prepared))
     free = _free(prepared, effects)
     lo = np.array([BOUNDS[n][0] for n in free])
@@ -314,7 +315,8 @@ def held_out(
     """
     rows: list[dict[str, Any] | None] = [None] * len(prepared)
     by_source: dict[str, dict[str, float]] = {}
-    fixed = kernel_constants() if fixed is None else fixed
+    if effects and fixed is None:  # one kernel fit for every fold
+        fixed = kernel_constants()
     sources = list(dict.fromkeys(p.run.source for p in prepared))
     for source in sources:
         train = [p for p in prepared if p.run.source != source]
