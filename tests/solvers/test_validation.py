@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from solvers.fit import BOUNDS, fit, held_out, prepare
 from solvers.gemm_shape import MAX_HALF
 from solvers.published import validation_corpus
 from solvers.step_uncertainty import MIN_RUNS
-from solvers.validation import kendall_tau
+from solvers.validation import kendall_tau, within_source_scatter
 
 UNCERTAINTY = FITTED_FILE.parent / "step_uncertainty.json"
 
@@ -73,3 +74,24 @@ def test_the_fitted_files_were_fitted_on_the_corpus_as_it_is() -> None:
     corpus = validation_corpus()
     assert calibration["corpus_sha256"] == corpus_hash(corpus), "run `python -m solvers fit`"
     assert calibration["corpus_runs"] == len(corpus.runs)
+
+
+def _run(source: str, predicted: float, published: float) -> dict[str, object]:
+    return {
+        "source": source,
+        "in_sample": {
+            "mfu_predicted": predicted,
+            "mfu_published": published,
+            "log_ratio": math.log(predicted / published),
+        },
+    }
+
+
+def test_within_source_scatter_takes_out_each_sources_own_scale() -> None:
+    # Source a is 10% fast on every run and b 20% slow: one scale per source explains all of it.
+    runs = [_run("a", 0.55, 0.5), _run("a", 0.33, 0.3), _run("b", 0.32, 0.4), _run("b", 0.4, 0.5)]
+    assert within_source_scatter(runs) == pytest.approx(0.0, abs=1e-9)
+    # Inside source a the two runs are 10% fast and 10% slow: the scale (their geometric mean, 1) leaves both.
+    spread = [_run("a", 0.55, 0.5), _run("a", 0.27, 0.3), _run("b", 0.4, 0.4)]
+    expected = (abs(0.55 / 0.99**0.5 - 0.5) + abs(0.27 / 0.99**0.5 - 0.3)) / 3 * 100
+    assert within_source_scatter(spread) == pytest.approx(expected)
