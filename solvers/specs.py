@@ -240,6 +240,14 @@ class EffectsSpec:
         "Megatron-Core with Transformer Engine (TEGroupedMLP); false for single-kernel grouped GEMMs (DeepGEMM, "
         "Megatron-Core's GroupedMLP, torch._grouped_mm), which have no per-expert cost"
     )
+    attention_kernels: bool = _switch(
+        "the attention core's rate depends on the fused-attention implementation (training.attention_kernel): "
+        "its forward-and-backward rate over FlashAttention-2's, from the published H100 benchmarks of "
+        "FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608, Figures 5(d) and 6: FlashAttention-2 333/318, "
+        "cuDNN 529/518, FlashAttention-3 602/559 TFLOPS at 8k, head dim 128; solvers.catalog.attention_kernels), "
+        "times the fitted attention_rate_factor; scores materialised (fused_attention false) keep the factor "
+        "alone; no fitted constant"
+    )
     shape_half_dim: float = 0.0  # GEMM dimension at which the saturating curve reaches half its plateau
     jitter: float = 0.0  # relative standard deviation of one rank's step time (straggler term)
     moe_skew: float = 0.0  # busiest expert rank's load over the mean, minus one
@@ -284,6 +292,11 @@ class TrainingSpec:
     # writing HBM (the ``unfused_elementwise`` effect). None is read as True, the scenario document's default
     # (``training.fused_elementwise``).
     fused_elementwise: bool | None = True
+    # The fused-attention implementation (``solvers.catalog.attention_kernels``): ``flash2`` (FlashAttention-2,
+    # PyTorch scaled_dot_product_attention's flash backend; the scenario document's default), ``cudnn`` (cuDNN
+    # fused attention, Transformer Engine's choice on Hopper and later) or ``flash3`` (FlashAttention-3). Read
+    # only by the ``attention_kernels`` effect and only with fused attention.
+    attention_kernel: str = "flash2"
     effects: EffectsSpec = field(default_factory=EffectsSpec)
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from solvers.catalog import calibration
+from solvers.catalog.attention_kernels import ATTENTION_KERNELS
 from solvers.inputs.table import NO_DEFAULT, NUMERIC, Field, FieldTable
 from solvers.specs import (
     EFFECT_DOCUMENT_DEFAULTS,
@@ -499,6 +500,17 @@ FIELDS += (
         default=True,
         source="convention: fused normalisation, rotary-embedding and activation kernels (torch.compile; "
         "Megatron-Core and Transformer Engine fused kernels); false = PyTorch eager, one kernel per op",
+    ),
+    # The fused-attention implementation: FlashAttention-2 unless a source states or implies another
+    # (Transformer Engine, under Megatron-Core and NeMo, selects cuDNN fused attention on Hopper and later).
+    Field(
+        "training.attention_kernel",
+        "choice",
+        choices=ATTENTION_KERNELS,
+        default="flash2",
+        source="convention: FlashAttention-2 (Dao 2023; PyTorch scaled_dot_product_attention's flash backend); "
+        "cudnn = cuDNN fused attention (Transformer Engine's FusedAttention, preferred on Hopper and later), "
+        "flash3 = FlashAttention-3 (Shah et al. 2024)",
     ),
     *_LAYOUT_FIELDS,
     _obj("training.efficiency"),

@@ -150,6 +150,7 @@ def parse_training(
     optimizer = str(table_default(r, path, "optimizer", nums))
     fused_attention = bool(table_default(r, path, "fused_attention", nums))
     fused_elementwise = bool(table_default(r, path, "fused_elementwise", nums))
+    attention_kernel = str(table_default(r, path, "attention_kernel", nums))
     total_tokens = table_default(r, path, "total_tokens", nums)
 
     layouts: list[dict[str, Any]]
@@ -240,6 +241,7 @@ def parse_training(
         overlap=OverlapSpec(**overlap),
         fused_attention=fused_attention,
         fused_elementwise=fused_elementwise,
+        attention_kernel=attention_kernel,
         effects=effects,
     )
     doc = {
@@ -250,6 +252,7 @@ def parse_training(
         "optimizer": optimizer,
         "fused_attention": fused_attention,
         "fused_elementwise": fused_elementwise,
+        "attention_kernel": attention_kernel,
         "layout": "auto" if auto else dict(layouts[0]),
         "efficiency": {"compute": efficiency, "overlap": overlap, "effects": switches},
         "checkpoint": checkpoint,

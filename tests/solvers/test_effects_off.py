@@ -70,6 +70,7 @@ def test_the_switches_are_the_effects() -> None:
         "pipeline_ends",
         "context_parallel",
         "attention_core",
+        "attention_kernels",
         "zero3_recompute_regather",
         "zero3_per_tensor_collectives",
         "fp8_scope",

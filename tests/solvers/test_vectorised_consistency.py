@@ -86,6 +86,7 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
         pipeline_ends=True,
         context_parallel=True,
         attention_core=True,
+        attention_kernels=True,
         zero3_recompute_regather=True,
         zero3_per_tensor_collectives=True,
         fp8_scope=True,
@@ -115,6 +116,12 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
             DEEPSEEK_V3,
             ds_cluster,
             dataclasses.replace(ds_tr, effects=effects, fused_elementwise=False),
+        ),
+        (
+            "llama3-405b-effects-cudnn",
+            LLAMA3_405B,
+            llama_cluster,
+            dataclasses.replace(llama_tr, effects=effects, attention_kernel="cudnn"),
         ),
     ]
 

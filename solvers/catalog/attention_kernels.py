@@ -1,0 +1,68 @@
+"""Published attention-kernel throughput: the rate of each fused-attention implementation relative to
+FlashAttention-2's, which the ``attention_kernels`` effect multiplies the fitted attention-core rate by.
+
+Source: Shah et al., FlashAttention-3: Fast and Accurate Attention with Asynchrony and Low-precision
+(arXiv:2407.08608, 2024), §4.1, measured on an H100 80GB SXM5 at 1,830 MHz with cuDNN 9.1.1.17 and
+FlashAttention 2.5.8 (Appendix C.1), BF16, head dimension 128, 16k tokens per batch (hidden 2,048, 16 heads),
+sequence length 8k, the bar labels of Figure 5(d) ("forward, with causal mask, head dim 128") and Figure 6
+("backward, head dim 128"; the paper gives the backward pass without causal mask only). The paper counts the
+backward pass as 2.5 times the forward FLOPs, so one training pass of the attention core (forward and backward)
+runs at
+
+    rate = 3.5 / (1 / forward + 2.5 / backward)
+
+FlashAttention-2 is the reference (ratio 1): the fitted ``attention_rate_factor`` is its rate over the
+large-GEMM rate, and a scenario that states no implementation (``training.attention_kernel``, default
+``flash2``) is priced as before. The paper measures Hopper only; on another accelerator the same ratio is used
+(an assumption: Transformer Engine selects cuDNN on every compute capability from 9.0, Hopper and Blackwell).
+
+Example: cuDNN, 529 forward and 518 backward TFLOPS, trains at 521 TFLOPS; FlashAttention-2 (333, 318) at
+322: a ratio of 1.62. FlashAttention-3 (602, 559) at 571: 1.77.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Final
+
+__all__ = [
+    "ATTENTION_KERNELS",
+    "KERNEL_TFLOPS",
+    "REFERENCE_KERNEL",
+    "attention_kernel_ratio",
+    "training_tflops",
+]
+
+REFERENCE_KERNEL: Final = "flash2"
+
+# implementation -> (forward TFLOPS with causal mask, backward TFLOPS), H100 SXM5, BF16, head dim 128, seq 8k:
+# arXiv:2407.08608 Figure 5(d) and Figure 6, bar labels.
+KERNEL_TFLOPS: Final = MappingProxyType(
+    {
+        "flash2": (333.0, 318.0),  # FlashAttention-2 (2.5.8)
+        "cudnn": (529.0, 518.0),  # cuDNN 9.1 fused attention (Transformer Engine's FusedAttention)
+        "flash3": (602.0, 559.0),  # FlashAttention-3
+    }
+)
+
+ATTENTION_KERNELS: Final = tuple(KERNEL_TFLOPS)
+
+# The paper's FLOP count: the backward pass is 2.5 times the forward (5 matmuls against 2).
+_BACKWARD_FLOPS = 2.5
+
+
+def training_tflops(kernel: str) -> float:
+    """The forward-and-backward rate of ``kernel`` (module docstring). Raises ``KeyError`` for an unknown one.
+
+    Example: ``training_tflops("flash2")`` -> 322.1.
+    """
+    forward, backward = KERNEL_TFLOPS[kernel]
+    return (1.0 + _BACKWARD_FLOPS) / (1.0 / forward + _BACKWARD_FLOPS / backward)
+
+
+def attention_kernel_ratio(kernel: str) -> float:
+    """``kernel``'s training rate over FlashAttention-2's.
+
+    Example: ``attention_kernel_ratio("cudnn")`` -> 1.618; ``"flash2"`` -> 1.0.
+    """
+    return training_tflops(kernel) / training_tflops(REFERENCE_KERNEL)
