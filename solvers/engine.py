@@ -62,6 +62,7 @@ import numpy as np
 from solvers import collectives, compute, effects, exchanges, memory, pipeline, traffic
 from solvers.catalog.attention_kernels import attention_kernel_ratio
 from solvers.catalog.calibration import OVERLAP_SM_SHARE, PRECISION_RATE_FACTOR, ZERO3_MAX_REUSE_DISTANCE
+from solvers.catalog.fitted import family_of
 from solvers.compute import Num, clip, maximum, minimum, where
 from solvers.layout import Layout
 from solvers.layout_rules import check_layouts, layout_rule_codes, rule_masks, rule_message
@@ -338,12 +339,11 @@ def _step(
     attention_core_share = compute.attention_flops_per_token(model=model, seq_len=s) / flops_per_token
     attention_extra = 0.0
     if fx.context_parallel or fx.attention_core or bf16_islands:
-        # The attention core at its own rate (attention_core; times its kernel's published rate over
-        # FlashAttention-2's, attention_kernels), at the shape curve of its s/cp blocks (context_parallel) and
-        # at the BF16 rate in FP8 training (fp8_scope), in place of the dense GEMM rate counted above.
+        # The attention core at its own rate (attention_core; times its kernel's over FlashAttention-2's, attention_
+        # kernels), at the curve of its s/cp blocks (context_parallel), at BF16 in FP8 training (fp8_scope).
         core_rate = rate_bf16 * (fx.attention_rate_factor if fx.attention_core else 1.0)
         if fx.attention_core and fx.attention_kernels and training.fused_attention is not False:
-            core_rate = core_rate * attention_kernel_ratio(training.attention_kernel)
+            core_rate = core_rate * attention_kernel_ratio(training.attention_kernel, family_of(acc.name))
         if fx.context_parallel:
             core_rate = core_rate * effects.saturation(s / cp, fx.shape_half_dim)
         attention_extra = hw_flops_gpu * attention_core_share * (1.0 / core_rate - 1.0 / dense_rate)

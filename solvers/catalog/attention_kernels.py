@@ -13,8 +13,11 @@ runs at
 
 FlashAttention-2 is the reference (ratio 1): the fitted ``attention_rate_factor`` is its rate over the
 large-GEMM rate, and a scenario that states no implementation (``training.attention_kernel``, default
-``flash2``) is priced as before. The paper measures Hopper only; on another accelerator the same ratio is used
-(an assumption: Transformer Engine selects cuDNN on every compute capability from 9.0, Hopper and Blackwell).
+``flash2``) is priced as before. The paper measures Hopper only. On Blackwell the same ratio is used (an
+assumption: Transformer Engine prefers cuDNN on every compute capability from 9.0). On any other accelerator
+(Ampere, where Transformer Engine prefers FlashAttention, an AMD GPU or a custom one) no benchmark gives a
+ratio and every implementation is priced as FlashAttention-2 (ratio 1). FlashAttention-3 runs on Hopper only
+(its README: "Requirements: H100 / H800 GPU"); a scenario that states it on another accelerator is refused.
 
 Example: cuDNN, 529 forward and 518 backward TFLOPS, trains at 521 TFLOPS; FlashAttention-2 (333, 318) at
 322: a ratio of 1.62. FlashAttention-3 (602, 559) at 571: 1.77.
@@ -27,6 +30,8 @@ from typing import Final
 
 __all__ = [
     "ATTENTION_KERNELS",
+    "BENCHMARKED_FAMILIES",
+    "KERNEL_FAMILIES",
     "KERNEL_TFLOPS",
     "REFERENCE_KERNEL",
     "attention_kernel_ratio",
@@ -47,6 +52,13 @@ KERNEL_TFLOPS: Final = MappingProxyType(
 
 ATTENTION_KERNELS: Final = tuple(KERNEL_TFLOPS)
 
+# Accelerator families (solvers.catalog.fitted.FAMILY) on which the ratios apply: Hopper, measured; Blackwell,
+# assumed (module docstring). Elsewhere the ratio is 1.
+BENCHMARKED_FAMILIES: Final = ("hopper", "blackwell")
+
+# The families each implementation runs on, where it is narrower than every GPU (FlashAttention-3: sm90 only).
+KERNEL_FAMILIES: Final = MappingProxyType({"flash3": ("hopper",)})
+
 # The paper's FLOP count: the backward pass is 2.5 times the forward (5 matmuls against 2).
 _BACKWARD_FLOPS = 2.5
 
@@ -60,9 +72,13 @@ def training_tflops(kernel: str) -> float:
     return (1.0 + _BACKWARD_FLOPS) / (1.0 / forward + _BACKWARD_FLOPS / backward)
 
 
-def attention_kernel_ratio(kernel: str) -> float:
-    """``kernel``'s training rate over FlashAttention-2's.
+def attention_kernel_ratio(kernel: str, family: str | None) -> float:
+    """``kernel``'s training rate over FlashAttention-2's on an accelerator of ``family``: the benchmark's ratio
+    on ``BENCHMARKED_FAMILIES``, 1 elsewhere (no benchmark).
 
-    Example: ``attention_kernel_ratio("cudnn")`` -> 1.618; ``"flash2"`` -> 1.0.
+    Example: ``attention_kernel_ratio("cudnn", "hopper")`` -> 1.618; ``("cudnn", "ampere")`` -> 1.0;
+    ``("flash2", "hopper")`` -> 1.0.
     """
+    if family not in BENCHMARKED_FAMILIES:
+        return 1.0
     return training_tflops(kernel) / training_tflops(REFERENCE_KERNEL)

@@ -10,8 +10,9 @@ from operator import itemgetter
 from types import MappingProxyType
 from typing import Any
 
+from solvers.catalog.attention_kernels import KERNEL_FAMILIES
 from solvers.catalog.fitted import CONSTANTS as FITTED_CONSTANTS
-from solvers.catalog.fitted import FITTED_SOURCE, fitted_constant, fitted_efficiency
+from solvers.catalog.fitted import FITTED_SOURCE, family_of, fitted_constant, fitted_efficiency
 from solvers.inputs import fields
 from solvers.inputs.fields import MAX_GPUS
 from solvers.inputs.layout import parse_layout
@@ -151,6 +152,13 @@ def parse_training(
     fused_attention = bool(table_default(r, path, "fused_attention", nums))
     fused_elementwise = bool(table_default(r, path, "fused_elementwise", nums))
     attention_kernel = str(table_default(r, path, "attention_kernel", nums))
+    runs_on = KERNEL_FAMILIES.get(attention_kernel)
+    if runs_on is not None and family_of(cluster.accelerator.name) not in runs_on:
+        r.error(
+            join(path, "attention_kernel"),
+            f"{attention_kernel} runs on {' and '.join(runs_on)} GPUs only, not on accelerator "
+            f"'{cluster.accelerator.name}' (solvers.catalog.attention_kernels)",
+        )
     total_tokens = table_default(r, path, "total_tokens", nums)
 
     layouts: list[dict[str, Any]]

@@ -14,6 +14,7 @@ from solvers.catalog.attention_kernels import (
     training_tflops,
 )
 from solvers.entry import solve
+from solvers.errors import ScenarioError
 from solvers.inputs.fields import TABLE
 
 DOC = {
@@ -28,17 +29,37 @@ DOC = {
 }
 
 
-def _step_s(**training: object) -> float:
+def _step_s(cluster: dict[str, object] | None = None, **training: object) -> float:
     doc = copy.deepcopy(DOC)
     doc["training"].update(training)
+    if cluster is not None:
+        doc["cluster"] = cluster
     return float(solve(doc, ranges=False)["step"]["step_s"])
 
 
 def test_the_ratios_follow_the_published_figures() -> None:
-    assert REFERENCE_KERNEL == "flash2" and attention_kernel_ratio("flash2") == 1.0
+    assert REFERENCE_KERNEL == "flash2" and attention_kernel_ratio("flash2", "hopper") == 1.0
     assert training_tflops("flash2") == pytest.approx(3.5 / (1 / 333 + 2.5 / 318))
-    assert attention_kernel_ratio("cudnn") == pytest.approx(1.618, abs=1e-3)
-    assert attention_kernel_ratio("flash3") == pytest.approx(1.771, abs=1e-3)
+    assert attention_kernel_ratio("cudnn", "hopper") == pytest.approx(1.618, abs=1e-3)
+    assert attention_kernel_ratio("flash3", "hopper") == pytest.approx(1.771, abs=1e-3)
+    assert attention_kernel_ratio("cudnn", "blackwell") == attention_kernel_ratio("cudnn", "hopper")
+
+
+def test_off_the_benchmarked_families_every_kernel_is_priced_as_flash_attention_2() -> None:
+    assert attention_kernel_ratio("cudnn", "ampere") == 1.0
+    assert attention_kernel_ratio("cudnn", None) == 1.0  # an AMD or a custom accelerator
+    a100 = {"cluster": {"node": "dgx-a100-80gb", "gpus": 8}}
+    assert _step_s(attention_kernel="cudnn", **a100) == _step_s(**a100)
+
+
+def test_flash_attention_3_is_refused_off_hopper() -> None:
+    doc = copy.deepcopy(DOC)
+    doc["cluster"] = {"node": "dgx-a100-80gb", "gpus": 8}
+    doc["training"]["attention_kernel"] = "flash3"
+    with pytest.raises(ScenarioError) as caught:
+        solve(doc, ranges=False)
+    assert [e.path for e in caught.value.errors] == ["training.attention_kernel"]
+    assert "hopper" in caught.value.errors[0].message
 
 
 def test_the_field_defaults_to_flash_attention_2() -> None:
