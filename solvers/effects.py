@@ -34,8 +34,10 @@ Each effect has a switch (``training.efficiency.effects.<name>``, on by default 
   ZeRO-3 before v0.5.x gathers and reduce-scatters each parameter tensor with its own synchronised collective
   (``deepspeed/runtime/zero/partition_parameters.py``, ``_allgather_param``, ``_reduce_scatter_gradient``),
   and NCCL runs both only as rings, whose latency grows with the group (NCCL 2.9.6 ``src/graph/tuning.cc``);
-  each tensor's collective pays that latency in NCCL's cheapest protocol beyond its bandwidth time. No fitted
-  constant. Off in a document unless stated (later DeepSpeed and every FSDP gather per bucket or layer).
+  each tensor's collective pays that latency in NCCL's cheapest protocol beyond its bandwidth time. Each is
+  also passed as a list of one view per rank, and PyTorch's ``ProcessGroupNCCL`` (v1.8) copies every entry
+  with its own eager op (4.5 us each, ``EAGER_OP_OVERHEAD_US``), so the host time grows with the group. No
+  fitted constant. Off in a document unless stated (later DeepSpeed and every FSDP gather per bucket or layer).
 * ``fp8_scope``: FP8 training runs only the transformer blocks' linear layers in FP8. The attention core
   stays in BF16 (Transformer Engine's FP8 dot-product attention is opt-in, ``fp8_dpa=False`` in its recipes;
   torchao's ``Float8Linear`` converts only linear layers; DeepSeek-V3 §3.3.1 keeps "attention operators" in

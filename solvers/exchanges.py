@@ -40,6 +40,7 @@ from typing import NamedTuple
 
 from solvers import collectives
 from solvers.catalog.calibration import (
+    EAGER_OP_OVERHEAD_US,
     NCCL_LL_MULTINODE_INTRA_FACTOR,
     NCCL_RING_BASE_LATENCY_US,
     NCCL_RING_INTER_LATENCY_US,
@@ -280,9 +281,19 @@ def per_tensor_collectives_extra_s(
     ``t`` the collective's bandwidth time on the placed links (``solvers.collectives``) and ``f`` the
     protocol's bandwidth share (LL 1/4, LL128 0.92, Simple 1). What exceeds the bandwidth time already in the
     exchange is added: per step ``m x layers x sum over tensors (gathers x extra(w) + extra(g))``.
+
+    Both collectives are also host work that grows with the group: DeepSpeed v0.3.15 passes each as a list of
+    ``N`` views, one per rank (``_allgather_param``: ``N`` ``flat_tensor.narrow`` outputs to the list form
+    ``torch.distributed.all_gather``; ``_reduce_scatter_gradient``: ``N`` ``param.grad.view(-1).narrow``
+    inputs to the list form ``torch.distributed.reduce_scatter``, one call per gradient), and PyTorch's
+    ``ProcessGroupNCCL`` (v1.8, ``torch/lib/c10d/ProcessGroupNCCL.cpp``) flattens the list into one buffer
+    and runs one ``copy_`` per entry: after ``ncclAllGather`` from the flat output into each of the ``N``
+    outputs, before ``ncclReduceScatter`` from each of the ``N`` inputs into the flat input. Each copy is one
+    eager operation (dispatch and launch, ``EAGER_OP_OVERHEAD_US``, 4.5 us); the ``narrow`` views, which
+    launch nothing, are left out. Per step ``m x layers x tensors x (gathers + 1) x N x c_op``.
     Example: GPT-3 175B, 1,536 GPUs on 192 nodes, 3 gathers: the 8 vectors of a layer take LL, 1.8 ms each
     beyond their bandwidth time; the four matrices LL128, 3.6-4.5 ms: ~31 ms per layer and pass, 11.8 s per
-    step.
+    step; the copies 96 x 12 x 4 x 1,536 x 4.5 us = 31.9 s more per step.
     """
     k = collectives.members_per_node(group_size=group, stride=stride, gpus_per_node=links.gpus_per_node)
     nodes = -(-maximum(group, 1) // k)
@@ -299,6 +310,8 @@ def per_tensor_collectives_extra_s(
     total: Num = 0.0
     for elements in tensor_elements:
         total = total + gathers * extra(elements * weight_bytes) + extra(elements * grad_bytes)
+    copies = len(tensor_elements) * (gathers + 1.0) * maximum(group, 1)
+    total = total + copies * EAGER_OP_OVERHEAD_US[0] * 1e-6
     return where(maximum(group, 1) > 1, microbatches * layers * total, 0.0)
 
 

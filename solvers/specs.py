@@ -216,8 +216,9 @@ class EffectsSpec:
         "DeepSpeed ZeRO-3 before its coalesced collectives (v0.5.x) all-gathers and reduce-scatters each "
         "parameter tensor separately, synchronised (deepspeed/runtime/zero/partition_parameters.py, "
         "_allgather_param, _reduce_scatter_gradient; PR #1188, #1453), each paying NCCL's ring latency over "
-        "the whole group (NCCL 2.9.6 src/graph/tuning.cc: no tree for all-gather or reduce-scatter); no fitted "
-        "constant. Off unless stated: DeepSpeed since v0.5.x and FSDP gather one flat buffer per bucket or layer",
+        "the whole group (NCCL 2.9.6 src/graph/tuning.cc: no tree for all-gather or reduce-scatter), and passes "
+        "each as a list of one view per rank, which PyTorch's ProcessGroupNCCL copies entry by entry (one eager "
+        "op each, 4.5 us; Ansel, PyTorch dev-discuss 1836); no fitted constant. Off unless stated: DeepSpeed since v0.5.x and FSDP gather one flat buffer per bucket or layer",
         in_documents=False,
     )
     fp8_scope: bool = _switch(

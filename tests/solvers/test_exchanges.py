@@ -123,3 +123,49 @@ def test_hide_ratio_is_independent_of_hidden_size_and_scales_with_bandwidth() ->
     assert r2 == pytest.approx(2 * r1)
     assert exchanges.activation_element_bytes(precision="fp32") == 4.0
     assert exchanges.activation_element_bytes(precision="fp8") == 2.0
+
+
+# DGX A100 links of the narayanan-2021 rows: 8 GPUs per node on NVLink, one 200 Gb/s HDR port per GPU
+DGX_A100 = Links(up_gb_s=240.0, up_latency_us=1.0, out_gb_s=21.25, out_latency_us=5.0, gpus_per_node=8)
+GPT3_175B_TENSORS = exchanges.layer_tensor_elements(
+    hidden=12288.0, ffn=49152.0, heads=96, kv_heads=96, gated_mlp=False, tp=1
+)
+
+
+def _per_tensor_s(group: object, *, op_us: float | None = None, monkeypatch: pytest.MonkeyPatch) -> object:
+    if op_us is not None:
+        monkeypatch.setattr(exchanges, "EAGER_OP_OVERHEAD_US", (op_us, "test"))
+    return exchanges.per_tensor_collectives_extra_s(
+        tensor_elements=GPT3_175B_TENSORS,
+        group=group,
+        stride=1,
+        gathers=3.0,
+        weight_bytes=2.0,
+        grad_bytes=2.0,
+        layers=96,
+        microbatches=1,
+        links=DGX_A100,
+    )
+
+
+def test_per_tensor_host_copies_grow_with_the_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One copy_ per rank per list-form collective: more ranks never less host time, exactly
+    m x layers x tensors x (gathers + 1) x N x 4.5 us over the ring latency alone."""
+    groups = np.array([2, 8, 16, 64, 128, 384, 768, 1536, 3072, 8192])
+    total = np.asarray(_per_tensor_s(groups, monkeypatch=monkeypatch))
+    ring_only = np.asarray(_per_tensor_s(groups, op_us=0.0, monkeypatch=monkeypatch))
+    host = total - ring_only
+    assert np.all(np.diff(host) > 0.0)
+    assert np.all(np.diff(total) >= 0.0)
+    assert host == pytest.approx(96 * 12 * 4 * groups * 4.5e-6)
+    # one rank runs no collective and copies nothing
+    assert float(np.asarray(_per_tensor_s(1, monkeypatch=monkeypatch))) == 0.0
+
+
+def test_per_tensor_golden_gpt3_175b_1536(monkeypatch: pytest.MonkeyPatch) -> None:
+    """narayanan-2021 Table 2, GPT-3 175B ZeRO-3 on 1,536 A100 (192 nodes, 3 gathers): ring latency beyond
+    the bandwidth time 11.75 s per step, plus 96 x 12 x 4 x 1,536 x 4.5 us = 31.85 s of host copies."""
+    assert float(np.asarray(_per_tensor_s(1536, monkeypatch=monkeypatch))) == pytest.approx(43.6047, abs=1e-3)
+    assert float(np.asarray(_per_tensor_s(1536, op_us=0.0, monkeypatch=monkeypatch))) == pytest.approx(
+        11.7542, abs=1e-3
+    )
