@@ -4,6 +4,7 @@ the scenario field ``training.attention_kernel``."""
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ from solvers.entry import solve
 from solvers.errors import ScenarioError
 from solvers.inputs.fields import TABLE
 
-DOC = {
+DOC: dict[str, Any] = {
     "model": {"preset": "llama3-8b"},
     "cluster": {"node": "dgx-h100", "gpus": 8},
     "training": {
@@ -29,7 +30,7 @@ DOC = {
 }
 
 
-def _step_s(cluster: dict[str, object] | None = None, **training: object) -> float:
+def _step_s(cluster: dict[str, Any] | None = None, **training: Any) -> float:
     doc = copy.deepcopy(DOC)
     doc["training"].update(training)
     if cluster is not None:
