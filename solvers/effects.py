@@ -70,6 +70,11 @@ Each effect has a switch (``training.efficiency.effects.<name>``, on by default 
   microbatches`` on the busiest stage, ``c`` fitted. It is what makes the microbatch size matter for small
   experts (Megatron-Bridge's 26.02 and 26.02.01 tables: Qwen3-30B-A3B on 8 B200, 9,691 tokens/s per GPU with
   one sequence per microbatch, 26,695 with four).
+* ``attention_kernels``: with fused attention, the attention core runs at the ``attention_core`` rate times its
+  implementation's published forward-and-backward rate over FlashAttention-2's
+  (``solvers.catalog.attention_kernels``: FlashAttention-3 paper, H100, cuDNN 1.62, FlashAttention-3 1.77), on
+  Hopper (measured) and Blackwell (assumed); elsewhere every implementation is priced as FlashAttention-2. The
+  implementation is ``training.attention_kernel``. No constant.
 """
 
 from __future__ import annotations

@@ -218,7 +218,8 @@ class EffectsSpec:
         "_allgather_param, _reduce_scatter_gradient; PR #1188, #1453), each paying NCCL's ring latency over "
         "the whole group (NCCL 2.9.6 src/graph/tuning.cc: no tree for all-gather or reduce-scatter), and passes "
         "each as a list of one view per rank, which PyTorch's ProcessGroupNCCL copies entry by entry (one eager "
-        "op each, 4.5 us; Ansel, PyTorch dev-discuss 1836); no fitted constant. Off unless stated: DeepSpeed since v0.5.x and FSDP gather one flat buffer per bucket or layer",
+        "op each, 4.5 us; Ansel, PyTorch dev-discuss 1836); no fitted constant. Off unless stated: DeepSpeed "
+        "since v0.5.x and FSDP gather one flat buffer per bucket or layer",
         in_documents=False,
     )
     fp8_scope: bool = _switch(
@@ -246,8 +247,8 @@ class EffectsSpec:
         "its forward-and-backward rate over FlashAttention-2's, from the published H100 benchmarks of "
         "FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608, Figures 5(d) and 6: FlashAttention-2 333/318, "
         "cuDNN 529/518, FlashAttention-3 602/559 TFLOPS at 8k, head dim 128; solvers.catalog.attention_kernels), "
-        "times the fitted attention_rate_factor; scores materialised (fused_attention false) keep the factor "
-        "alone; no fitted constant"
+        "times the fitted attention_rate_factor, on Hopper (measured) and Blackwell (assumed), elsewhere as "
+        "FlashAttention-2; scores materialised (fused_attention false) keep the factor alone; no fitted constant"
     )
     shape_half_dim: float = 0.0  # GEMM dimension at which the saturating curve reaches half its plateau
     jitter: float = 0.0  # relative standard deviation of one rank's step time (straggler term)
