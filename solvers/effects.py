@@ -23,6 +23,8 @@ Each effect has a switch (``training.efficiency.effects.<name>``, on by default 
   only. A stage planner moves layers away from it (Llama 3 §3.3.2, Megatron-LM's
   ``account_for_loss_in_pipeline_split``), so the busiest stage holds ``max(ceil(L/p), (L+e)/p, e)`` layer
   equivalents with ``e = 6 h V / w`` (``w`` one layer's FLOPs per token) instead of spreading it evenly.
+  Without a planner (``training.pipeline_split: even``) every stage holds ``ceil(L/p)`` layers and the
+  output layer sits on top of the last one's.
 * ``context_parallel``: with CP each attention call works on blocks of ``s / cp`` tokens (ring attention,
   Liu et al. 2023); the attention core runs at the ``matrix_shape`` curve of that block length.
 * ``zero3_recompute_regather`` (in ``solvers.exchanges.recompute_regather_bytes_per_param``): ZeRO-3
@@ -134,13 +136,20 @@ def straggler_factor(*, ranks: int, jitter: float) -> float:
 
 
 def pipeline_ends_factor(
-    *, layers: int, pp: Num, output_layer_share: float, output_rate_ratio: Num = 1.0
+    *, layers: int, pp: Num, output_layer_share: float, output_rate_ratio: Num = 1.0, even_split: bool = False
 ) -> Num:
     """Busiest stage's real work over the even spread's (``ceil(L/p)/L`` of everything), output layer on the
     last stage. ``output_layer_share`` is ``6 h V`` over the FLOPs per token; ``output_rate_ratio`` is the
     time of an output-layer FLOP over a layer FLOP (``rate / rate_bf16`` with ``fp8_scope`` in FP8 training,
     else 1), which scales the output layer's layer equivalents ``e`` before the planner balances them.
     pp = 1 -> ``(L + e x ratio) / (L + e)``, 1.0 exactly at ratio 1.
+
+    ``even_split`` (``training.pipeline_split: even``): no planner; every stage holds ``ceil(L/p)`` layers and
+    the last the rest, ``L - (p-1) ceil(L/p)``, with the output layer on top, so the busiest holds
+    ``max(ceil(L/p), L - (p-1) ceil(L/p) + e)`` (Megatron-LM's ``L // p`` per stage before its uneven first
+    and last stages, ``transformer_block.get_num_layers_to_build`` at f2e5db4). Example: Nemotron-4 340B
+    (L = 96, 6 h V / flops = 0.0133: e = 1.29), p = 4: balanced max(24, 24.32, 1.29) = 24.32 against 24.32 ->
+    1.0; even 24 + 1.29 = 25.29 -> 1.040.
 
     Example: Llama 3 8B (L = 32, 6 h V / flops = 0.07), p = 4: e = 2.4 layer equivalents; busiest
     max(8, 8.6, 2.4) = 8.6 against 8 x 34.4 / 32 = 8.6 -> 1.0; p = 16: max(2, 2.15, 2.4) = 2.4 against 2.15
@@ -152,7 +161,10 @@ def pipeline_ends_factor(
     e_time = e * output_rate_ratio
     busiest_layers = -(-layers // pp)
     even = busiest_layers * (layers + e) / layers
-    planned = maximum(maximum(busiest_layers * 1.0, (layers + e_time) / pp), e_time)
+    if even_split:
+        planned = maximum(busiest_layers * 1.0, maximum(layers - (pp - 1) * busiest_layers, 0) + e_time)
+    else:
+        planned = maximum(maximum(busiest_layers * 1.0, (layers + e_time) / pp), e_time)
     return where(pp > 1, planned / even, (layers + e_time) / (layers + e))
 
 

@@ -309,13 +309,13 @@ def _step(
         else rate
     )
     if fx.pipeline_ends:
-        # The output layer on the last stage, in time at its own rate (rate / rate_bf16 = 1 unless
-        # fp8_scope keeps it in BF16), balanced by the stage planner.
+        # The output layer on the last stage, in time at its own rate (1 unless fp8_scope keeps it in BF16).
         hw_flops_gpu = hw_flops_gpu * effects.pipeline_ends_factor(
             layers=L,
             pp=pp,
             output_layer_share=output_flops_per_token / flops_per_token,
             output_rate_ratio=rate / rate_bf16,
+            even_split=training.pipeline_split == "even",
         )
     hbm = acc.hbm_tb_s * TFLOPS
     gemm_bytes = _gemm_element_bytes(precision)

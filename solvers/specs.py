@@ -31,6 +31,7 @@ OPTIMIZERS: tuple[str, ...] = ("adam", "sgd")
 SCHEDULES: tuple[str, ...] = ("gpipe", "1f1b", "interleaved", "zero_bubble", "dualpipe")
 RECOMPUTE_POLICIES: tuple[str, ...] = ("none", "selective", "full")
 GRAD_REDUCE_DTYPES: tuple[str, ...] = ("bf16", "fp32")
+PIPELINE_SPLITS: tuple[str, ...] = ("balanced", "even")
 
 # Integer codes used inside LayoutBatch arrays; the index in the tuples above.
 SCHEDULE_CODE: dict[str, int] = {name: i for i, name in enumerate(SCHEDULES)}
@@ -197,7 +198,8 @@ class EffectsSpec:
         "busiest expert rank's load skew (fitted, solvers.catalog.fitted)"
     )
     pipeline_ends: bool = _switch(
-        "the output layer runs on the last stage, which a stage planner rebalances (Llama 3 §3.3.2)"
+        "the output layer runs on the last stage, which a stage planner rebalances (Llama 3 §3.3.2), or on top "
+        "of the last stage's layers with training.pipeline_split even (Megatron-LM before September 2024)"
     )
     context_parallel: bool = _switch(
         "the attention core runs on s/cp blocks at the matrix-shape curve (ring attention, Liu et al. 2023)"
@@ -299,6 +301,11 @@ class TrainingSpec:
     # fused attention, Transformer Engine's choice on Hopper and later) or ``flash3`` (FlashAttention-3). Read
     # only by the ``attention_kernels`` effect and only with fused attention.
     attention_kernel: str = "flash2"
+    # How the framework assigns layers to pipeline stages (``PIPELINE_SPLITS``): ``balanced`` (a stage planner
+    # moves layers away from the stage that holds the output layer; the scenario document's default) or
+    # ``even`` (every stage ``L/p`` layers, the output layer on top of the last one's). Read only by the
+    # ``pipeline_ends`` effect.
+    pipeline_split: str = "balanced"
     effects: EffectsSpec = field(default_factory=EffectsSpec)
 
 

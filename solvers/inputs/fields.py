@@ -28,6 +28,7 @@ from solvers.specs import (
     EFFECT_SOURCES,
     GRAD_REDUCE_DTYPES,
     OPTIMIZERS,
+    PIPELINE_SPLITS,
     PRECISIONS,
     RECOMPUTE_POLICIES,
     SCHEDULES,
@@ -511,6 +512,18 @@ FIELDS += (
         source="convention: FlashAttention-2 (Dao 2023; PyTorch scaled_dot_product_attention's flash backend); "
         "cudnn = cuDNN fused attention (Transformer Engine's FusedAttention, preferred on Hopper and later), "
         "flash3 = FlashAttention-3 (Shah et al. 2024)",
+    ),
+    # How layers are assigned to pipeline stages: balanced unless a source states or implies an even split
+    # (Megatron-LM split L/p layers per stage until uneven first and last stages, September 2024, and
+    # account_for_loss_in_pipeline_split, February 2025).
+    Field(
+        "training.pipeline_split",
+        "choice",
+        choices=PIPELINE_SPLITS,
+        default="balanced",
+        source="convention: balanced, a stage planner moves layers away from the stage holding the output layer "
+        "(Llama 3 §3.3.2; Megatron-Core account_for_loss_in_pipeline_split); even = L/p layers per stage, the "
+        "output layer on top of the last (Megatron-LM before September 2024)",
     ),
     *_LAYOUT_FIELDS,
     _obj("training.efficiency"),

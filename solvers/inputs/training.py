@@ -152,6 +152,7 @@ def parse_training(
     fused_attention = bool(table_default(r, path, "fused_attention", nums))
     fused_elementwise = bool(table_default(r, path, "fused_elementwise", nums))
     attention_kernel = str(table_default(r, path, "attention_kernel", nums))
+    pipeline_split = str(table_default(r, path, "pipeline_split", nums))
     runs_on = KERNEL_FAMILIES.get(attention_kernel)
     if runs_on is not None and family_of(cluster.accelerator.name) not in runs_on:
         r.error(
@@ -250,6 +251,7 @@ def parse_training(
         fused_attention=fused_attention,
         fused_elementwise=fused_elementwise,
         attention_kernel=attention_kernel,
+        pipeline_split=pipeline_split,
         effects=effects,
     )
     doc = {
@@ -261,6 +263,7 @@ def parse_training(
         "fused_attention": fused_attention,
         "fused_elementwise": fused_elementwise,
         "attention_kernel": attention_kernel,
+        "pipeline_split": pipeline_split,
         "layout": "auto" if auto else dict(layouts[0]),
         "efficiency": {"compute": efficiency, "overlap": overlap, "effects": switches},
         "checkpoint": checkpoint,
