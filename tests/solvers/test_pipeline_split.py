@@ -99,7 +99,13 @@ def test_an_even_split_is_never_faster_than_a_balanced_one(
     layers: int, pp: int, share: float, ratio: float
 ) -> None:
     """A planner can always keep the even assignment, so balancing never makes the busiest stage heavier."""
-    kw = {"layers": layers, "pp": np.array([pp]), "output_layer_share": share, "output_rate_ratio": ratio}
-    balanced = float(pipeline_ends_factor(**kw)[0])
-    even = float(pipeline_ends_factor(even_split=True, **kw)[0])
+    stages = np.array([pp])
+    balanced = float(
+        pipeline_ends_factor(layers=layers, pp=stages, output_layer_share=share, output_rate_ratio=ratio)[0]
+    )
+    even = float(
+        pipeline_ends_factor(
+            layers=layers, pp=stages, output_layer_share=share, output_rate_ratio=ratio, even_split=True
+        )[0]
+    )
     assert even >= balanced - 1e-12
