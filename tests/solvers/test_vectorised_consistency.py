@@ -123,6 +123,12 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
             llama_cluster,
             dataclasses.replace(llama_tr, effects=effects, attention_kernel="cudnn"),
         ),
+        (
+            "llama3-405b-effects-even-split",
+            LLAMA3_405B,
+            llama_cluster,
+            dataclasses.replace(llama_tr, effects=effects, pipeline_split="even"),
+        ),
     ]
 
 
