@@ -23,8 +23,8 @@ Each effect has a switch (``training.efficiency.effects.<name>``, on by default 
   only. A stage planner moves layers away from it (Llama 3 §3.3.2, Megatron-LM's
   ``account_for_loss_in_pipeline_split``), so the busiest stage holds ``max(ceil(L/p), (L+e)/p, e)`` layer
   equivalents with ``e = 6 h V / w`` (``w`` one layer's FLOPs per token) instead of spreading it evenly.
-  Without a planner (``training.pipeline_split: even``) every stage holds ``ceil(L/p)`` layers and the
-  output layer sits on top of the last one's.
+  Without a planner (``training.pipeline_split: even``) every stage holds ``ceil(L/p)`` layers, the last
+  the rest (``L/p`` each when ``p`` divides ``L``), and the output layer sits on top of the last one's.
 * ``context_parallel``: with CP each attention call works on blocks of ``s / cp`` tokens (ring attention,
   Liu et al. 2023); the attention core runs at the ``matrix_shape`` curve of that block length.
 * ``zero3_recompute_regather`` (in ``solvers.exchanges.recompute_regather_bytes_per_param``): ZeRO-3

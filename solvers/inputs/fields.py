@@ -522,7 +522,8 @@ FIELDS += (
         choices=PIPELINE_SPLITS,
         default="balanced",
         source="convention: balanced, a stage planner moves layers away from the stage holding the output layer "
-        "(Llama 3 §3.3.2; Megatron-Core account_for_loss_in_pipeline_split); even = L/p layers per stage, the "
+        "(Llama 3 §3.3.2; Megatron-Core account_for_loss_in_pipeline_split); even = ceil(L/p) layers per stage and "
+        "the rest on the last (L/p each when p divides L), the "
         "output layer on top of the last (Megatron-LM before September 2024)",
     ),
     *_LAYOUT_FIELDS,
