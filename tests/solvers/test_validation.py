@@ -14,7 +14,7 @@ from solvers.fit import BOUNDS, fit, held_out, prepare
 from solvers.gemm_shape import MAX_HALF
 from solvers.published import validation_corpus
 from solvers.step_uncertainty import MIN_RUNS
-from solvers.validation import kendall_tau, within_source_scatter
+from solvers.validation import constants_across_folds, kendall_tau, within_source_scatter
 
 UNCERTAINTY = FITTED_FILE.parent / "step_uncertainty.json"
 
@@ -95,3 +95,22 @@ def test_within_source_scatter_takes_out_each_sources_own_scale() -> None:
     spread = [_run("a", 0.55, 0.5), _run("a", 0.27, 0.3), _run("b", 0.4, 0.4)]
     expected = (abs(0.55 / 0.99**0.5 - 0.5) + abs(0.27 / 0.99**0.5 - 0.3)) / 3 * 100
     assert within_source_scatter(spread) == pytest.approx(expected)
+
+
+def test_constants_across_folds_name_the_source_left_out_at_each_end() -> None:
+    by_source = {
+        "a": {"eff_blackwell": 0.66, "jitter": 0.0},
+        "b": {"eff_blackwell": 0.49, "jitter": 0.0},
+        "c": {"eff_blackwell": 0.53, "jitter": 0.0},
+    }
+    folds = constants_across_folds(by_source)
+    assert folds["eff_blackwell"] == {"min": 0.49, "min_without": "b", "max": 0.66, "max_without": "a"}
+    assert folds["jitter"]["min"] == folds["jitter"]["max"] == 0.0
+
+
+def test_the_held_out_folds_of_a_small_corpus_bracket_each_constant(small: Corpus) -> None:
+    _, by_source = held_out(prepare(small))
+    for name, c in constants_across_folds(by_source).items():
+        values = [params[name] for params in by_source.values()]
+        assert c["min"] == min(values) <= c["max"] == max(values), name
+        assert by_source[c["min_without"]][name] == c["min"] and by_source[c["max_without"]][name] == c["max"]
