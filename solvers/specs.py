@@ -303,8 +303,8 @@ class TrainingSpec:
     attention_kernel: str = "flash2"
     # How the framework assigns layers to pipeline stages (``PIPELINE_SPLITS``): ``balanced`` (a stage planner
     # moves layers away from the stage that holds the output layer; the scenario document's default) or
-    # ``even`` (every stage ``L/p`` layers, the output layer on top of the last one's). Read only by the
-    # ``pipeline_ends`` effect.
+    # ``even`` (every stage ``ceil(L/p)`` layers and the last the rest, the output layer on top of the last
+    # one's). Read only by the ``pipeline_ends`` effect.
     pipeline_split: str = "balanced"
     effects: EffectsSpec = field(default_factory=EffectsSpec)
 
