@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solvers.canonical import canonical_hash, canonical_json
+from solvers.canonical import _normalise, canonical_hash, canonical_json
 from solvers.errors import SolverInternalError
 
 
@@ -57,3 +60,48 @@ def test_unsupported_types_are_an_internal_error() -> None:
 def test_a_float_in_an_object_prints_as_in_a_list(value: float) -> None:
     """Objects normalise their floats inline, lists through ``_normalise_float``: the same text."""
     assert canonical_json({"x": value}) == '{"x":' + canonical_json([value])[1:-1] + "}"
+
+
+# The reference text: the standard library's encoder, as the module's docstring defines it.
+_REFERENCE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_LEAVES = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(min_value=-1e-3, max_value=1e-3, allow_nan=False),
+    st.integers(-(2**70), 2**70),
+    st.text(),
+    st.text(alphabet='0.-e+1,:[]{}"\\\u2028\x7f\x00'),
+    st.booleans(),
+    st.none(),
+)
+_DOCUMENTS = st.recursive(
+    _LEAVES,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(_DOCUMENTS)
+def test_the_text_is_the_standard_encoders(document: object) -> None:
+    """Whichever encoder writes it, the canonical text is the standard library's (module docstring)."""
+    normalised = _normalise(document, False)
+    expected = _REFERENCE.encode(normalised)
+    assert canonical_json(document) == expected
+    try:
+        data = expected.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no hash, as before
+        with pytest.raises(UnicodeEncodeError):
+            canonical_hash(document)
+        return
+    assert (
+        canonical_hash(document)
+        == hashlib.sha256(_REFERENCE.encode(_normalise(document, True)).encode()).hexdigest()
+    )
+    assert canonical_hash(document) != hashlib.sha256(data + b" ").hexdigest()
+
+
+def test_small_floats_and_big_integers_print_as_the_standard_encoder_writes_them() -> None:
+    assert canonical_json({"a": 1e-05, "b": 2.5e-07, "c": 2**70, "d": "0.0000"}) == (
+        '{"a":1e-05,"b":2.5e-07,"c":1180591620717411303424,"d":"0.0000"}'
+    )
