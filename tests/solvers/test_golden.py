@@ -3,6 +3,13 @@
 The recorded file is the reference for refactors of the solver: a change that moves any number shows up here, and
 must then be a deliberate solver change (a new ``SOLVER_VERSION`` and a CHANGELOG "Solver changes" entry) with the
 file rewritten by ``python tests/solvers/test_golden.py --write``.
+
+One exception to "bit for bit": the Monte Carlo ``ranges`` are compared to 1e-9 relative. numpy computes the
+exponentials and logarithms of the samples' arrays with code chosen for the CPU (SVML on AVX-512, the C library
+elsewhere), which differ in the last bits (a few ulp, about 1e-15 relative); the recorded file was written on one
+CPU and the tests run on others. Every point figure is compared exactly, and on one machine every path gives the
+same bits for ranges too (``tests/solvers/test_ranges.py``). A change of method moves ranges by far more than
+1e-9 and is caught.
 """
 
 from __future__ import annotations
@@ -59,9 +66,35 @@ def now() -> dict[str, Any]:
     return _canonical(current())
 
 
+# Relative tolerance of a range's quantile against the recorded one (module docstring).
+RANGES_REL = 1e-9
+
+
+def _split_ranges(report: dict[str, Any]) -> tuple[dict[str, Any], dict[str, float]]:
+    """The report without its ``ranges``, and the ranges' quantiles by (figure, quantile)."""
+    rest = {key: value for key, value in report.items() if key != "ranges"}
+    flat = {
+        f"{figure}.{q}": value
+        for figure, quantiles in (report.get("ranges") or {}).items()
+        for q, value in quantiles.items()
+    }
+    return rest, flat
+
+
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_example_report_is_unchanged(path: Path, now: dict[str, Any]) -> None:
-    assert now["reports"][path.stem] == _recorded()["reports"][path.stem]
+    rest, ranges = _split_ranges(now["reports"][path.stem])
+    recorded_rest, recorded_ranges = _split_ranges(_recorded()["reports"][path.stem])
+    assert rest == recorded_rest
+    assert ranges.keys() == recorded_ranges.keys()
+    assert ranges == pytest.approx(recorded_ranges, rel=RANGES_REL, abs=0.0)
+
+
+def test_a_moved_range_is_caught() -> None:
+    """The tolerance is far below any change of method: a range moved by 1e-7 fails."""
+    recorded = {"figure.p10": 1.0, "figure.p50": 2.0}
+    assert {"figure.p10": 1.0 + 1e-15, "figure.p50": 2.0} == pytest.approx(recorded, rel=RANGES_REL, abs=0.0)
+    assert {"figure.p10": 1.0 + 1e-7, "figure.p50": 2.0} != pytest.approx(recorded, rel=RANGES_REL, abs=0.0)
 
 
 def test_every_example_is_recorded(now: dict[str, Any]) -> None:
