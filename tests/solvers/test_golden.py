@@ -93,8 +93,8 @@ def test_example_report_is_unchanged(path: Path, now: dict[str, Any]) -> None:
 def test_a_moved_range_is_caught() -> None:
     """The tolerance is far below any change of method: a range moved by 1e-7 fails."""
     recorded = {"figure.p10": 1.0, "figure.p50": 2.0}
-    assert {"figure.p10": 1.0 + 1e-15, "figure.p50": 2.0} == pytest.approx(recorded, rel=RANGES_REL, abs=0.0)
-    assert {"figure.p10": 1.0 + 1e-7, "figure.p50": 2.0} != pytest.approx(recorded, rel=RANGES_REL, abs=0.0)
+    assert pytest.approx(recorded, rel=RANGES_REL, abs=0.0) == {"figure.p10": 1.0 + 1e-15, "figure.p50": 2.0}
+    assert pytest.approx(recorded, rel=RANGES_REL, abs=0.0) != {"figure.p10": 1.0 + 1e-7, "figure.p50": 2.0}
 
 
 def test_every_example_is_recorded(now: dict[str, Any]) -> None:

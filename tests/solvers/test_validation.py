@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from solvers import fit as fit_module
 from solvers.catalog.fitted import FITTED_FILE
 from solvers.corpus import Corpus, corpus_hash
-from solvers.fit import BOUNDS, fit, held_out, prepare
+from solvers.fit import BOUNDS, HUBER_DELTA, fit, held_out, huber_residuals, prepare
 from solvers.gemm_shape import MAX_HALF
 from solvers.published import validation_corpus
 from solvers.step_uncertainty import MIN_RUNS
@@ -41,6 +46,33 @@ def test_fit_is_deterministic_and_bounded(small: Corpus) -> None:
     assert first == second
     for name, (lo, hi) in BOUNDS.items():
         assert lo <= first[name] <= hi, name
+
+
+@given(st.floats(min_value=-5.0, max_value=5.0), st.floats(min_value=0.01, max_value=1.0))
+def test_huber_pseudo_residuals_square_to_the_huber_loss(r: float, delta: float) -> None:
+    (rho,) = huber_residuals(np.array([r]), delta)
+    loss = r * r if abs(r) <= delta else 2.0 * delta * abs(r) - delta * delta
+    assert rho * rho == pytest.approx(loss, rel=1e-12, abs=1e-15)
+    assert abs(rho) <= abs(r) + 1e-15 and (rho == 0.0 or math.copysign(1.0, rho) == math.copysign(1.0, r))
+
+
+def test_one_gross_outlier_moves_the_fit_less_than_least_squares(
+    small: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run published three times slower than it ran pulls the constants far less under the Huber loss."""
+    victim = next(r for r in small.runs if r.metric == "step_s")
+    bad = dataclasses.replace(victim, published=victim.published * 3.0)
+    spoiled = dataclasses.replace(small, runs=tuple(bad if r is victim else r for r in small.runs))
+    family = "eff_hopper"
+
+    def shift() -> float:
+        return abs(fit(prepare(spoiled), iterations=4)[family] - fit(prepare(small), iterations=4)[family])
+
+    robust = shift()
+    monkeypatch.setattr(fit_module, "HUBER_DELTA", 1e9)  # plain least squares
+    squared = shift()
+    assert HUBER_DELTA == 0.2
+    assert robust < 0.5 * squared
 
 
 def test_held_out_predicts_each_source_without_it(small: Corpus) -> None:
