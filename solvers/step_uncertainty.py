@@ -18,6 +18,8 @@ One residual per run: its step time where published, else its first MFU-like fig
 ``python -m solvers fit`` writes the file with ``fit`` from the held-out residuals of leave-one-source-out
 cross-validation over the corpus (``solvers.validation.fit_documents``), and says so with ``held_out: true``;
 residuals fitted in sample would understate the error on a new run, and the flag tells a reader which it is.
+It also lists, under ``outside_target``, the runs whose held-out MFU error exceeds the validation target (8
+points): the validated envelope leaves them out (``solvers.envelope``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CLASSES", "MIN_RUNS", "PATH", "SMALL_MAX_GPUS", "fit", "read", "read_held_out", "step_class"]
+__all__ = [
+    "CLASSES",
+    "MIN_RUNS",
+    "PATH",
+    "SMALL_MAX_GPUS",
+    "fit",
+    "read",
+    "read_held_out",
+    "read_outside_target",
+    "step_class",
+]
 
 PATH = Path(__file__).resolve().parent / "catalog" / "step_uncertainty.json"
 CLASSES: tuple[str, ...] = ("dense/small", "dense/large", "moe/small", "moe/large")
@@ -57,6 +69,13 @@ def read(path: Path = PATH) -> dict[str, tuple[float, float]]:
             raise ValueError(f"{path}: class {name} needs a finite mean and a sigma >= 0")
         out[name] = (mean, sigma)
     return out
+
+
+def read_outside_target(path: Path = PATH) -> dict[str, float]:
+    """Held-out MFU error in points of each corpus run the model misses by more than the validation target
+    (``outside_target`` of the file, written by ``python -m solvers fit``), by run id; empty without it."""
+    block = json.loads(path.read_text(encoding="utf-8")).get("outside_target") or {}
+    return {str(r["id"]): float(r["held_out_error_points"]) for r in block.get("runs", [])}
 
 
 def read_held_out(path: Path = PATH) -> bool:
