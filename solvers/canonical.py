@@ -11,8 +11,9 @@ The text is the standard library's ``json`` with ``sort_keys``, compact separato
 that encoder defines it. orjson writes the same bytes about ten times faster for every document except three
 kinds, for which the standard encoder writes the text: a float between 1e-10 and 1e-4 in magnitude (orjson
 writes ``0.00001`` or ``1.5e-7`` where ``repr`` writes ``1e-05`` or ``1.5e-07``; its text then holds ``0.0000``
-or a digit, ``e-`` and a digit, which is how this module tells), an integer beyond 64 bits, and a string that UTF-8 cannot encode (a lone surrogate). The equality is a
-property test (``tests/solvers/test_canonical.py``) over random floats, strings and nested documents.
+or a digit, ``e-`` and a digit, which is how this module tells), an integer beyond 64 bits, and a string that
+UTF-8 cannot encode (a lone surrogate). The equality is a property test (``tests/solvers/test_canonical.py``)
+over random floats, strings and nested documents.
 """
 
 from __future__ import annotations
@@ -120,10 +121,9 @@ def _canonical_bytes(normalised: Any) -> bytes:
     try:
         text = orjson.dumps(normalised, option=_ORJSON_SORTED)
     except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits or a lone surrogate
-        text = b"0.0000"
-    if _may_hold_a_small_float(
-        text
-    ):  # a small float, or a string or key that holds the mark: the reference text
+        return _ENCODER.encode(normalised).encode("utf-8")
+    # a small float, or a string or key that holds the mark: the reference text
+    if _may_hold_a_small_float(text):
         return _ENCODER.encode(normalised).encode("utf-8")
     return text
 

@@ -13,7 +13,7 @@ published MFU)`` for an MFU-like figure, ``log(published step_s / predicted step
 residuals, each source weighted equally (a source with many runs does not outvote one with few): squared up to
 ``HUBER_DELTA`` (0.2, a step 22% off), linear beyond (Huber, Robust Estimation of a Location Parameter, Ann. Math.
 Statist. 35, 1964), so that one run whose software is far from the rest (dgxc-benchmarking-2505's DeepSeek-V3 at
-10% MFU, 2.6 times the step the engine gives) cannot move a hardware constant by itself. Solved by projected
+10% MFU, 2.5 times the step the engine gives) cannot move a hardware constant by itself. Solved by projected
 Levenberg-Marquardt on pseudo-residuals whose squares are the loss (``huber_residuals``): deterministic, no
 random start, numpy only.
 
@@ -194,8 +194,9 @@ def residuals(prepared: list[Prepared], params: dict[str, float]) -> np.ndarray:
 
 
 # Where the fit's loss turns from squared to linear, in log ratio (module docstring): about 2.2 robust standard
-# deviations of the in-sample residuals (1.4826 x their median absolute deviation, 0.089 at the 159-run fit), so
-# that ordinary runs keep the squared loss; 4 of those 159 runs lie beyond it (0.97, 0.71, -0.30, -0.21).
+# deviations of the in-sample residuals (1.4826 x their median absolute deviation: 0.089 at the 159-run fit that
+# chose it, 0.088 at the 168-run fit of solver 1.7.0), so that ordinary runs keep the squared loss; 5 of those 168
+# runs lie beyond it (0.91, 0.74, 0.58, -0.29, -0.25).
 HUBER_DELTA = 0.2
 
 
