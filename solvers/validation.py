@@ -126,6 +126,23 @@ def _mean_abs(values: list[float]) -> float:
     return statistics.fmean(abs(v) for v in values) if values else 0.0
 
 
+def step_error_percent(log_ratios: list[float]) -> dict[str, float]:
+    """How far off a step time is, in percent of the predicted step: ``|exp(r) - 1| x 100`` for each log ratio
+    ``r = log(actual step / predicted step)``, summarised as median, mean and 90th percentile (linear
+    interpolation). MFU points understate the error of a run at low MFU (a mixture-of-experts run at 10% MFU
+    that takes twice the predicted time is 5 points off); a budget scales with the step time itself.
+    Example: ``step_error_percent([0.0, math.log(1.1), math.log(0.8)])`` has median 10.0, mean 10.0, p90 18.0.
+    """
+    if not log_ratios:
+        return {"median": 0.0, "mean": 0.0, "p90": 0.0}
+    pct = np.abs(np.expm1(np.array(log_ratios, dtype=float))) * 100.0
+    return {
+        "median": float(np.median(pct)),
+        "mean": float(np.mean(pct)),
+        "p90": float(np.percentile(pct, 90.0)),
+    }
+
+
 def validation_document(corpus: Corpus | None = None) -> dict[str, Any]:
     """``{"summary", "sources", "runs", "series", "ablations", "targets", "ledger_rows"}`` (module docstring)."""
     corpus = validation_corpus() if corpus is None else corpus
@@ -234,6 +251,7 @@ def validation_document(corpus: Corpus | None = None) -> dict[str, Any]:
         "held_out_mean_abs_points": _mean_abs(held),
         "held_out_max_abs_points": max((abs(e) for e in held), default=0.0),
         "held_out_within_8_points": sum(1 for e in held if abs(e) <= TARGET_MAX_POINTS),
+        "held_out_step_error_percent": step_error_percent([r["held_out"]["log_ratio"] for r in runs]),
         "in_sample_mean_abs_points": _mean_abs(errors("in_sample")),
         "within_source_scatter_points": within_source_scatter(runs),
         "legacy_mean_abs_points": _mean_abs(errors("legacy")),
@@ -322,6 +340,9 @@ def format_validation(document: dict[str, Any]) -> str:
         f"HELD OUT (leave one source out): MFU mean |error| {s['held_out_mean_abs_points']:.2f} points, max "
         f"{s['held_out_max_abs_points']:.2f}, within 8 points {s['held_out_within_8_points']}/{s['runs']} "
         f"({s['runs']} runs, {s['sources']} sources)",
+        "held out as step time (|actual / predicted - 1|): median "
+        f"{s['held_out_step_error_percent']['median']:.1f}%, mean {s['held_out_step_error_percent']['mean']:.1f}%, "
+        f"90th percentile {s['held_out_step_error_percent']['p90']:.1f}%",
         f"in sample {s['in_sample_mean_abs_points']:.2f} points; without the effects (hand calibration) "
         f"{s['legacy_mean_abs_points']:.2f} in sample, {s['legacy_held_out_mean_abs_points']:.2f} held out",
         f"inside sources (in sample, each source's own mean log ratio taken out): "

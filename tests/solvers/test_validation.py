@@ -19,7 +19,12 @@ from solvers.fit import BOUNDS, HUBER_DELTA, fit, held_out, huber_residuals, pre
 from solvers.gemm_shape import MAX_HALF
 from solvers.published import validation_corpus
 from solvers.step_uncertainty import MIN_RUNS
-from solvers.validation import constants_across_folds, kendall_tau, within_source_scatter
+from solvers.validation import (
+    constants_across_folds,
+    kendall_tau,
+    step_error_percent,
+    within_source_scatter,
+)
 
 UNCERTAINTY = FITTED_FILE.parent / "step_uncertainty.json"
 
@@ -32,6 +37,16 @@ def small() -> Corpus:
         sources=tuple(s for s in corpus.sources if s.id in keep),
         runs=tuple(r for r in corpus.runs if r.source in keep),
     )
+
+
+def test_step_error_percent_is_the_step_times_relative_error() -> None:
+    out = step_error_percent([0.0, math.log(1.1), math.log(0.8)])
+    assert out["median"] == pytest.approx(10.0)
+    assert out["mean"] == pytest.approx(10.0)
+    assert out["p90"] == pytest.approx(18.0)
+    # a run twice as slow as predicted is 100% off in time, whatever its MFU
+    assert step_error_percent([math.log(2.0)])["median"] == pytest.approx(100.0)
+    assert step_error_percent([]) == {"median": 0.0, "mean": 0.0, "p90": 0.0}
 
 
 def test_kendall_tau() -> None:
