@@ -121,9 +121,9 @@ def _canonical_bytes(normalised: Any) -> bytes:
     try:
         text = orjson.dumps(normalised, option=_ORJSON_SORTED)
     except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits or a lone surrogate
-        return _ENCODER.encode(normalised).encode("utf-8")
-    # a small float, or a string or key that holds the mark: the reference text
-    if _may_hold_a_small_float(text):
+        text = None
+    # orjson refused it, or its text may hold a small float (or a string with the mark): the reference text
+    if text is None or _may_hold_a_small_float(text):
         return _ENCODER.encode(normalised).encode("utf-8")
     return text
 

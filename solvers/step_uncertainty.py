@@ -71,11 +71,13 @@ def read(path: Path = PATH) -> dict[str, tuple[float, float]]:
     return out
 
 
-def read_outside_target(path: Path = PATH) -> dict[str, float]:
-    """Held-out MFU error in points of each corpus run the model misses by more than the validation target
-    (``outside_target`` of the file, written by ``python -m solvers fit``), by run id; empty without it."""
+def read_outside_target(path: Path = PATH) -> tuple[float, dict[str, float]]:
+    """The validation target in MFU points and the held-out error in points of each corpus run the model misses
+    by more than it, by run id (``outside_target`` of the file, written by ``python -m solvers fit``, which
+    takes the target from ``solvers.validation``); no runs without the block."""
     block = json.loads(path.read_text(encoding="utf-8")).get("outside_target") or {}
-    return {str(r["id"]): float(r["held_out_error_points"]) for r in block.get("runs", [])}
+    runs = {str(r["id"]): float(r["held_out_error_points"]) for r in block.get("runs", [])}
+    return float(block.get("max_abs_points", math.inf)), runs
 
 
 def read_held_out(path: Path = PATH) -> bool:

@@ -20,6 +20,7 @@ from solvers.gemm_shape import MAX_HALF
 from solvers.published import validation_corpus
 from solvers.step_uncertainty import MIN_RUNS
 from solvers.validation import (
+    TARGET_MAX_POINTS,
     constants_across_folds,
     kendall_tau,
     step_error_percent,
@@ -106,8 +107,8 @@ def test_the_written_files_have_the_agreed_format() -> None:
     for entry in data["classes"].values():
         assert isinstance(entry["n"], int) and entry["sigma"] >= 0
         assert ("pooled_from" in entry) == (entry["n"] < MIN_RUNS)
-    assert data["outside_target"]["max_abs_points"] == 8.0
-    assert all(abs(r["held_out_error_points"]) > 8.0 for r in data["outside_target"]["runs"])
+    assert data["outside_target"]["max_abs_points"] == TARGET_MAX_POINTS
+    assert all(abs(r["held_out_error_points"]) > TARGET_MAX_POINTS for r in data["outside_target"]["runs"])
     calibration = json.loads(FITTED_FILE.read_text(encoding="utf-8"))
     assert calibration["corpus_sha256"] and calibration["date"]
     for name, value in calibration["constants"].items():
