@@ -308,15 +308,18 @@ def _step(
         if bf16_islands
         else rate
     )
+    fill: Num = 1.0
     if fx.pipeline_ends:
-        # The output layer on the last stage, in time at its own rate (1 unless fp8_scope keeps it in BF16).
-        hw_flops_gpu = hw_flops_gpu * effects.pipeline_ends_factor(
+        # The output layer on the last stage, in time at its own rate (1 unless fp8_scope keeps it in BF16); the
+        # pipeline's fill and drain pass through the other, lighter stages (``fill`` of the busiest's time).
+        ends, fill = effects.pipeline_stages(
             layers=L,
             pp=pp,
             output_layer_share=output_flops_per_token / flops_per_token,
             output_rate_ratio=rate / rate_bf16,
             even_split=training.pipeline_split == "even",
         )
+        hw_flops_gpu = hw_flops_gpu * ends
     hbm = acc.hbm_tb_s * TFLOPS
     gemm_bytes = _gemm_element_bytes(precision)
     microbatch_tokens = b * s / cp
@@ -572,9 +575,8 @@ def _step(
 
     # --- overlap: hidden never exceeds the compute it hides behind (seed 004 §5.4) -----------------------
     ov = training.overlap
-    attention_share = compute.attention_flops_per_token(model=model, seq_len=s) / flops_per_token
     hidden_tp = minimum(ov.tp * tp_x.time_s, compute_s)
-    hidden_cp = minimum(ov.cp * cp_x.time_s, compute_s * attention_share)
+    hidden_cp = minimum(ov.cp * cp_x.time_s, compute_s * attention_core_share)
     hidden_pp = minimum(ov.pp * pp_x.time_s, compute_s)
     # the per-tensor collectives wait on torch.cuda.synchronize(): no overlap hides them
     hidden_dp = minimum(ov.dp * (dp_x.time_s - per_tensor_s), microbatch_s)
@@ -602,15 +604,13 @@ def _step(
     microbatch_s = compute_s / m
 
     # --- pipeline ----------------------------------------------------------------------------------------
-    forward_per_token = flops_per_token / 3.0
-    recompute_forward_share = recompute_per_token / forward_per_token
     bubble = pipeline.bubble_s(
         schedule=schedule,
         pp=pp,
         microbatches=microbatches,
         virtual_stages=lay.virtual_stages,
-        microbatch_s=microbatch_s,
-        recompute_forward_share=recompute_forward_share,
+        microbatch_s=microbatch_s * fill,  # the fill and drain cross the other stages
+        recompute_forward_share=recompute_per_token / (flops_per_token / 3.0),
     )
     bubble_frac = pipeline.bubble_fraction(bubble_s=bubble, compute_s=compute_s)
     step_s = compute_s + bubble + exposed_tp + exposed_cp + exposed_pp + exposed_dp + exposed_ep
