@@ -1,4 +1,5 @@
-"""Command line: ``python -m solvers solve FILE|- [--batch]``, ``catalog [--json]``, ``validate [--json]``,
+"""Command line: ``python -m solvers solve FILE|- [--batch]``, ``catalog [--json]``, ``validate [--json]
+[--corpus DIR]``,
 ``fit [--dry-run]``, ``schema [--report]`` (the JSON Schema of the scenario document, or of the report),
 ``envelope [--write|--check]`` (the validated envelope), ``search FILE|-`` and ``sweep FILE|-``. Every
 argparse ``main`` of the solver lives here: this module is the top of the package (``pyproject.toml``,
@@ -16,10 +17,12 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TextIO, cast
 
 from solvers.catalog import catalog_document
 from solvers.catalog.fitted import FITTED_FILE
+from solvers.corpus import CorpusError, load_corpus
 from solvers.document_text import MAX_DOCUMENT_CHARS, InputError, load_yaml, parse_text
 from solvers.entry import solve
 from solvers.envelope import envelope_is_current, write_envelope
@@ -172,8 +175,19 @@ def _cmd_catalog(args: argparse.Namespace, stdout: TextIO) -> int:
     return EXIT_OK
 
 
-def _cmd_validate(args: argparse.Namespace, stdout: TextIO) -> int:
-    document = validation_document()
+def _cmd_validate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    corpus = None
+    if args.corpus is not None:
+        directory = Path(args.corpus)
+        if not directory.is_dir() or not any(directory.glob("*.yaml")):
+            print(f"error: --corpus: {directory} is not a directory of corpus *.yaml files", file=stderr)
+            return EXIT_BAD_INPUT
+        try:
+            corpus = load_corpus(directory)
+        except CorpusError as exc:
+            print(f"error: --corpus: {exc}", file=stderr)
+            return EXIT_BAD_INPUT
+    document = validation_document(corpus)
     if args.json:
         print(_dump(document, pretty=True), file=stdout)
     else:
@@ -329,6 +343,11 @@ def build_parser() -> argparse.ArgumentParser:
     cat.add_argument("--json", action="store_true", help="print the whole catalog, with sources, as JSON")
     val = sub.add_parser("validate", help="predicted vs published figures for published training runs")
     val.add_argument("--json", action="store_true", help="print the rows as JSON")
+    val.add_argument(
+        "--corpus",
+        metavar="DIR",
+        help="validate the published runs of another directory of corpus *.yaml files (default: corpus/)",
+    )
     fit = sub.add_parser(
         "fit", help="fit the calibration to the validation corpus (writes solvers/catalog/*.json)"
     )
@@ -378,7 +397,7 @@ def main(
             return EXIT_OK
         if args.command == "fit":
             return _cmd_fit(args, stdout)
-        return _cmd_validate(args, stdout)
+        return _cmd_validate(args, stdout, stderr)
     except SolverInternalError as exc:
         print(f"internal solver error: {exc}", file=stderr)
         return EXIT_INTERNAL

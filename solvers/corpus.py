@@ -194,7 +194,7 @@ def load_corpus(directory: Path = CORPUS_DIR, *, examples_dir: Path = EXAMPLES_D
     files: list[str] = []
     seen: dict[str, str] = {}
     for path in sorted(directory.glob("*.yaml")):
-        name = f"corpus/{path.name}"
+        name = f"corpus/{path.name}" if directory == CORPUS_DIR else str(path)
         source, file_runs = parse_source_file(
             path.read_text(encoding="utf-8"), name, stem=path.stem, examples_dir=examples_dir
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -118,14 +119,31 @@ def test_catalog_json_and_text() -> None:
     assert text.returncode == 0 and "llama3-405b" in text.stdout and "quebec" in text.stdout
 
 
-def test_validate_prints_the_table() -> None:
-    proc = run("validate")
+# Three sources of the corpus (29 runs, one of them at 12,288 GPUs): the whole corpus takes minutes to refit once
+# per source, and the command's path is the same.
+SMALL_CORPUS = ("bigscience-2022-bloom.yaml", "jiang-2024-megascale.yaml", "zhang-2022-opt.yaml")
+
+
+def test_validate_prints_the_table(tmp_path: Path) -> None:
+    for name in SMALL_CORPUS:
+        shutil.copy(ROOT / "corpus" / name, tmp_path / name)
+    proc = run("validate", "--corpus", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("HELD OUT (leave one source out): MFU mean |error|")
     assert "12288" in proc.stdout and "in sample" in proc.stdout
-    data = json.loads(run("validate", "--json").stdout)
-    assert data["summary"]["runs"] >= 15
+    assert "(25 runs, 3 sources)" in proc.stdout
+    data = json.loads(run("validate", "--json", "--corpus", str(tmp_path)).stdout)
+    assert data["summary"]["runs"] == 25
     assert {"in_sample", "held_out", "legacy", "legacy_held_out"} <= set(data["runs"][0])
+
+
+def test_validate_refuses_a_corpus_directory_it_cannot_read(tmp_path: Path) -> None:
+    proc = run("validate", "--corpus", str(tmp_path / "missing"))
+    assert proc.returncode == 2 and "--corpus" in proc.stderr and "not a directory" in proc.stderr
+    (tmp_path / "broken.yaml").write_text("source: {id: x}\nruns: 7\n", encoding="utf-8")
+    proc = run("validate", "--corpus", str(tmp_path))
+    assert proc.returncode == 2 and proc.stderr.startswith(f"error: --corpus: {tmp_path / 'broken.yaml'}")
+    assert_no_traceback(proc)
 
 
 def test_unknown_subcommand_exits_2() -> None:

@@ -54,14 +54,16 @@ def test_corpus_strong_series_never_gain_mfu(series: str) -> None:
     first = members[0].scenario
     values = _mfus(first, counts)
     if len(values) < len(counts):
-        # The batch cannot be split at the first run's microbatch size on more GPUs (the series itself shrinks
-        # it): each count takes the microbatch size of its own run, everything else from the first run.
+        # The batch cannot be split at the first run's layout on more GPUs (the series itself shrinks the
+        # microbatch, or widens tensor parallelism to keep the data-parallel degree): each count takes those of
+        # its own run, everything else from the first run.
         values = []
         for run in members:
             document = _at(first, int(run.scenario["cluster"]["gpus"]))
-            document["training"]["layout"]["microbatch_seqs"] = run.scenario["training"]["layout"][
-                "microbatch_seqs"
-            ]
+            own = run.scenario["training"]["layout"]
+            for key in ("microbatch_seqs", "tp", "sequence_parallel"):
+                if key in own:
+                    document["training"]["layout"][key] = own[key]
             values.append(float(solve(document)["step"]["mfu"]))
     _assert_non_increasing(values)
 
