@@ -26,7 +26,7 @@ Each effect has a switch (``training.efficiency.effects.<name>``, on by default 
   Without a planner (``training.pipeline_split: even``) every stage holds ``ceil(L/p)`` layers, the last
   the rest (``L/p`` each when ``p`` divides ``L``), and the output layer sits on top of the last one's.
   The pipeline's fill and drain cross the other stages at their own time, so the bubble is priced at the
-  other stages' mean work over the busiest's (``pipeline_fill_ratio``; 1 when the stages are equal).
+  other stages' mean work over the busiest's (``pipeline_stages``' ``fill``; 1 when the stages are equal).
 * ``context_parallel``: with CP each attention call works on blocks of ``s / cp`` tokens (ring attention,
   Liu et al. 2023); the attention core runs at the ``matrix_shape`` curve of that block length.
 * ``zero3_recompute_regather`` (in ``solvers.exchanges.recompute_regather_bytes_per_param``): ZeRO-3
@@ -84,6 +84,7 @@ Each effect has a switch (``training.efficiency.effects.<name>``, on by default 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from solvers.compute import Num, maximum, minimum, where
 
@@ -137,14 +138,24 @@ def straggler_factor(*, ranks: int, jitter: float) -> float:
     return 1.0 + jitter * math.sqrt(2.0 * math.log(ranks))
 
 
-def pipeline_ends_factor(
+class PipelineStages(NamedTuple):
+    """The busiest stage's work factor and the fill ratio of one pipeline (``pipeline_stages``)."""
+
+    ends: Num
+    fill: Num
+
+
+def pipeline_stages(
     *, layers: int, pp: Num, output_layer_share: float, output_rate_ratio: Num = 1.0, even_split: bool = False
-) -> Num:
-    """Busiest stage's real work over the even spread's (``ceil(L/p)/L`` of everything), output layer on the
-    last stage. ``output_layer_share`` is ``6 h V`` over the FLOPs per token; ``output_rate_ratio`` is the
-    time of an output-layer FLOP over a layer FLOP (``rate / rate_bf16`` with ``fp8_scope`` in FP8 training,
-    else 1), which scales the output layer's layer equivalents ``e`` before the planner balances them.
-    pp = 1 -> ``(L + e x ratio) / (L + e)``, 1.0 exactly at ratio 1.
+) -> PipelineStages:
+    """The ``pipeline_ends`` effect of one pipeline: ``ends``, the busiest stage's work factor, and ``fill``,
+    the ratio that prices the pipeline's fill and drain, from one count of the stages' layer equivalents.
+
+    ``ends``: the busiest stage's real work over the even spread's (``ceil(L/p)/L`` of everything), output
+    layer on the last stage. ``output_layer_share`` is ``6 h V`` over the FLOPs per token;
+    ``output_rate_ratio`` is the time of an output-layer FLOP over a layer FLOP (``rate / rate_bf16`` with
+    ``fp8_scope`` in FP8 training, else 1), which scales the output layer's layer equivalents ``e`` before the
+    planner balances them. pp = 1 -> ``(L + e x ratio) / (L + e)``, 1.0 exactly at ratio 1.
 
     ``even_split`` (``training.pipeline_split: even``): no planner; every stage holds ``ceil(L/p)`` layers and
     the last the rest, ``L - (p-1) ceil(L/p)``, with the output layer on top, so the busiest holds
@@ -157,48 +168,19 @@ def pipeline_ends_factor(
     max(8, 8.6, 2.4) = 8.6 against 8 x 34.4 / 32 = 8.6 -> 1.0; p = 16: max(2, 2.15, 2.4) = 2.4 against 2.15
     -> 1.12. The same at p = 16 with the output layer at a 1.52x slower BF16 rate: e = 3.65, busiest 3.65
     against 2.15 -> 1.70.
-    """
-    return pipeline_stages(
-        layers=layers,
-        pp=pp,
-        output_layer_share=output_layer_share,
-        output_rate_ratio=output_rate_ratio,
-        even_split=even_split,
-    )[0]
 
-
-def pipeline_fill_ratio(
-    *, layers: int, pp: Num, output_layer_share: float, output_rate_ratio: Num = 1.0, even_split: bool = False
-) -> Num:
-    """The other stages' mean work over the busiest stage's, which prices the pipeline's fill and drain.
-
-    With stage times ``t_i`` (forward + backward of one microbatch) a 1F1B step takes
-    ``sum_i t_i + (m - 1) max_i t_i``: the steady state runs at the busiest stage's pace, while the first
-    forward and the last backward pass through every other stage once, each at its own time (the makespan of
-    a flow line; with equal stages it is Narayanan et al. SC'21 §2.2.1's ``(m + p - 1) t``). The bubble on top
-    of the busiest stage's ``m t_max`` is then ``(p - 1) t_max x r`` with ``r = (W - B) / ((p - 1) B)``,
-    ``W = L + e`` the whole model in layer equivalents and ``B`` the busiest stage's (as in
-    ``pipeline_ends_factor``); ``r = 1`` when every stage is equal. The same ratio scales the interleaved,
-    zero-bubble and DualPipe bubbles, whose fill and drain cross the same stages. Example: the 1T model of
-    Korthikanti et al. (L = 128, p = 64, even split, e = 0.164): B = 2.164,
+    ``fill``: the other stages' mean work over the busiest stage's. With stage times ``t_i`` (forward +
+    backward of one microbatch) a 1F1B step takes ``sum_i t_i + (m - 1) max_i t_i``: the steady state runs at
+    the busiest stage's pace, while the first forward and the last backward pass through every other stage
+    once, each at its own time (the makespan of a flow line; with equal stages it is Narayanan et al. SC'21
+    §2.2.1's ``(m + p - 1) t``). The bubble on top of the busiest stage's ``m t_max`` is then
+    ``(p - 1) t_max x r`` with ``r = (W - B) / ((p - 1) B)``, ``W = L + e`` the whole model in layer
+    equivalents and ``B`` the busiest stage's; ``r = 1`` when every stage is equal (and at p = 1). The same
+    ratio scales the interleaved, zero-bubble and DualPipe bubbles, whose fill and drain cross the same
+    stages. Example: the 1T model of Korthikanti et al. (L = 128, p = 64, even split, e = 0.164): B = 2.164,
     r = (128.164 - 2.164) / (63 x 2.164) = 0.924, a 1F1B bubble 7.6% shorter than ``(p - 1) t_max``.
     Nemotron-4 340B at p = 4, balanced: B = 24.32 = W / 4 -> r = 1.0.
     """
-    return pipeline_stages(
-        layers=layers,
-        pp=pp,
-        output_layer_share=output_layer_share,
-        output_rate_ratio=output_rate_ratio,
-        even_split=even_split,
-    )[1]
-
-
-def pipeline_stages(
-    *, layers: int, pp: Num, output_layer_share: float, output_rate_ratio: Num = 1.0, even_split: bool = False
-) -> tuple[Num, Num]:
-    """``(pipeline_ends_factor, pipeline_fill_ratio)`` of one pipeline, from one count of its stages' layer
-    equivalents: ``e = share L / (1 - share)`` for the output layer, ``e x output_rate_ratio`` of it in time,
-    and the busiest stage ``B`` as the planner (or the even split) leaves it."""
     share = min(max(output_layer_share, 0.0), 0.9)
     e = share * layers / (1.0 - share)
     e_time = e * output_rate_ratio
@@ -210,8 +192,7 @@ def pipeline_stages(
     even = busiest_layers * (layers + e) / layers
     ends = where(pp > 1, planned / even, (layers + e_time) / (layers + e))
     others = (layers + e_time - planned) / ((maximum(pp, 2) - 1.0) * planned)
-    fill = where(pp > 1, minimum(others, 1.0), 1.0)
-    return ends, fill
+    return PipelineStages(ends=ends, fill=where(pp > 1, minimum(others, 1.0), 1.0))
 
 
 def permutation_bytes(
@@ -238,7 +219,7 @@ def output_layer_bf16_extra_s(*, output_flops: Num, dense_rate: Num, rate: Num, 
     """Extra time of the output layer's FLOPs at the BF16 rate instead of the FP8 one, at the same shape
     factor (``dense_rate / rate``): ``flops / dense_rate x (rate / rate_bf16 - 1)``. Used only with
     ``pipeline_ends`` off (the output layer then spread evenly over the stages); with it on the slower output
-    layer enters ``pipeline_ends_factor`` through ``output_rate_ratio``. Example: 1 TFLOP at a dense FP8 rate
+    layer enters ``pipeline_stages``' ``ends`` through ``output_rate_ratio``. Example: 1 TFLOP at a dense FP8 rate
     of 900 TFLOP/s, rates 963 and 633 TFLOP/s -> 1.11 ms x 0.52 = 0.58 ms."""
     return output_flops / dense_rate * (rate / rate_bf16 - 1.0)
 

@@ -6,7 +6,7 @@ Codes follow ``solvers.specs.SCHEDULES``: 0 gpipe, 1 1f1b, 2 interleaved, 3 zero
 so the ideal step is ``m * t_mb``. The bubble is the idle time on top of it; the contract's
 ``bubble_fraction = bubble / (m t_mb + bubble)``. The table assumes equal stages; when the busiest stage is
 heavier than the rest (the output layer, an uneven split) the engine passes ``t_mb`` scaled by the other
-stages' mean over the busiest's (``solvers.effects.pipeline_fill_ratio``), since the fill and drain cross them.
+stages' mean over the busiest's (``solvers.effects.pipeline_stages``' ``fill``), since the fill and drain cross them.
 
 ==============  ======================================  ===========================  =========================
 schedule        bubble time                             in flight (first stage)      source

@@ -1,4 +1,4 @@
-"""The pipeline's fill and drain cross the other stages at their own time (``effects.pipeline_fill_ratio``)."""
+"""The pipeline's fill and drain cross the other stages at their own time (``effects.pipeline_stages``' ``fill``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers.effects import pipeline_ends_factor, pipeline_fill_ratio, pipeline_stages
+from solvers.effects import pipeline_stages
 from solvers.entry import solve
 from solvers.report_types import StepBlock
 from tests.solvers.test_pipeline_split import DOC
@@ -51,42 +51,32 @@ def test_a_flow_line_takes_the_sum_of_its_stages_plus_the_busiest_for_every_furt
 def test_the_fill_ratio_prices_the_other_stages_and_never_exceeds_one(
     layers: int, pp: int, share: float, ratio: float, even: bool
 ) -> None:
-    """``(p - 1) x busiest x r`` is the other stages' work (``W - B``), so ``r <= 1``, and the pair from
-    ``pipeline_stages`` is the two public factors."""
-    stages = np.array([pp])
-
-    def first(value: object) -> float:
-        return float(np.asarray(value)[0])
-
-    fill = first(
-        pipeline_fill_ratio(
-            layers=layers, pp=stages, output_layer_share=share, output_rate_ratio=ratio, even_split=even
-        )
+    """``(p - 1) x busiest x r`` is the other stages' work (``W - B``), so ``0 <= r <= 1``; and the busiest
+    stage's factor is the one a single-layout call gives."""
+    stages = pipeline_stages(
+        layers=layers, pp=np.array([pp]), output_layer_share=share, output_rate_ratio=ratio, even_split=even
     )
+    fill = float(np.asarray(stages.fill)[0])
     assert 0.0 <= fill <= 1.0
-    ends, fill_pair = pipeline_stages(
-        layers=layers, pp=stages, output_layer_share=share, output_rate_ratio=ratio, even_split=even
+    one = pipeline_stages(
+        layers=layers, pp=pp, output_layer_share=share, output_rate_ratio=ratio, even_split=even
     )
-    assert first(fill_pair) == fill
-    assert first(ends) == first(
-        pipeline_ends_factor(
-            layers=layers, pp=stages, output_layer_share=share, output_rate_ratio=ratio, even_split=even
-        )
-    )
+    assert float(one.fill) == fill
+    assert float(one.ends) == float(np.asarray(stages.ends)[0])
 
 
 def test_equal_stages_keep_the_classic_bubble() -> None:
     """No output layer and p dividing L: every stage is equal and r = 1 exactly."""
-    assert pipeline_fill_ratio(layers=96, pp=4, output_layer_share=0.0) == 1.0
-    assert pipeline_fill_ratio(layers=32, pp=1, output_layer_share=0.07) == 1.0
+    assert pipeline_stages(layers=96, pp=4, output_layer_share=0.0).fill == 1.0
+    assert pipeline_stages(layers=32, pp=1, output_layer_share=0.07).fill == 1.0
 
 
 def test_korthikanti_1t_worked_example() -> None:
     """L = 128, p = 64, even split, e = 0.164 (share 0.00128): r = 126 / (63 x 2.164) = 0.924."""
     share = 0.164 / (128 + 0.164)
-    assert pipeline_fill_ratio(layers=128, pp=64, output_layer_share=share, even_split=True) == pytest.approx(
-        126.0 / (63 * 2.164), rel=1e-9
-    )
+    assert pipeline_stages(
+        layers=128, pp=64, output_layer_share=share, even_split=True
+    ).fill == pytest.approx(126.0 / (63 * 2.164), rel=1e-9)
 
 
 def test_an_even_split_prices_the_fill_at_the_lighter_stages() -> None:

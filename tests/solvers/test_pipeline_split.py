@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers.effects import pipeline_ends_factor
+from solvers.effects import pipeline_stages
 from solvers.entry import solve
 from solvers.errors import ScenarioError
 from solvers.inputs.fields import TABLE
@@ -101,11 +101,11 @@ def test_an_even_split_is_never_faster_than_a_balanced_one(
     """A planner can always keep the even assignment, so balancing never makes the busiest stage heavier."""
     stages = np.array([pp])
     balanced = float(
-        pipeline_ends_factor(layers=layers, pp=stages, output_layer_share=share, output_rate_ratio=ratio)[0]
+        pipeline_stages(layers=layers, pp=stages, output_layer_share=share, output_rate_ratio=ratio).ends[0]
     )
     even = float(
-        pipeline_ends_factor(
+        pipeline_stages(
             layers=layers, pp=stages, output_layer_share=share, output_rate_ratio=ratio, even_split=True
-        )[0]
+        ).ends[0]
     )
     assert even >= balanced - 1e-12
