@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from solvers.document_text import InputError, load_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -159,8 +161,8 @@ def parse_source_file(
     """One corpus file's source and runs; ``CorpusError`` names the file, run and field of the first fault."""
     try:
         data = load_yaml(text)
-    except InputError as exc:
-        raise _fail(file, None, "(document)", str(exc)) from None
+    except (InputError, yaml.YAMLError) as exc:
+        raise _fail(file, None, "(document)", "not valid YAML: " + " ".join(str(exc).split())) from None
     if not isinstance(data, dict):
         raise _fail(file, None, "(document)", "must be a mapping with 'source' and 'runs'")
     unknown = sorted(set(data) - {"source", "runs"})
@@ -195,9 +197,13 @@ def load_corpus(directory: Path = CORPUS_DIR, *, examples_dir: Path = EXAMPLES_D
     seen: dict[str, str] = {}
     for path in sorted(directory.glob("*.yaml")):
         name = f"corpus/{path.name}" if directory == CORPUS_DIR else str(path)
-        source, file_runs = parse_source_file(
-            path.read_text(encoding="utf-8"), name, stem=path.stem, examples_dir=examples_dir
-        )
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _fail(
+                name, None, "(document)", f"cannot be read as UTF-8 text ({type(exc).__name__})"
+            ) from None
+        source, file_runs = parse_source_file(text, name, stem=path.stem, examples_dir=examples_dir)
         for run in file_runs:
             if run.id in seen:
                 raise _fail(name, run.id, "id", f"duplicate run id (also in {seen[run.id]})")

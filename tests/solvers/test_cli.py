@@ -144,6 +144,13 @@ def test_validate_refuses_a_corpus_directory_it_cannot_read(tmp_path: Path) -> N
     proc = run("validate", "--corpus", str(tmp_path))
     assert proc.returncode == 2 and proc.stderr.startswith(f"error: --corpus: {tmp_path / 'broken.yaml'}")
     assert_no_traceback(proc)
+    (tmp_path / "broken.yaml").write_text("source: {id: x\nruns: [\n", encoding="utf-8")
+    proc = run("validate", "--corpus", str(tmp_path))
+    assert proc.returncode == 2 and "not valid YAML" in proc.stderr and "broken.yaml" in proc.stderr
+    (tmp_path / "broken.yaml").write_bytes(b"\xff\xfe\x00source")
+    proc = run("validate", "--corpus", str(tmp_path))
+    assert proc.returncode == 2 and "cannot be read as UTF-8 text" in proc.stderr
+    assert_no_traceback(proc)
 
 
 def test_unknown_subcommand_exits_2() -> None:
