@@ -338,7 +338,7 @@ def format_validation(document: dict[str, Any]) -> str:
     s = document["summary"]
     lines = [
         f"HELD OUT (leave one source out): MFU mean |error| {s['held_out_mean_abs_points']:.2f} points, max "
-        f"{s['held_out_max_abs_points']:.2f}, within 8 points {s['held_out_within_8_points']}/{s['runs']} "
+        f"{s['held_out_max_abs_points']:.2f}, within {TARGET_MAX_POINTS:g} points {s['held_out_within_8_points']}/{s['runs']} "
         f"({s['runs']} runs, {s['sources']} sources)",
         "held out as step time (|actual / predicted - 1|): median "
         f"{s['held_out_step_error_percent']['median']:.1f}%, mean {s['held_out_step_error_percent']['mean']:.1f}%, "
