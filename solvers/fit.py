@@ -9,13 +9,18 @@ fitted: overlaps, fabrics and every scenario field are the corpus' translations 
 
 Residual of a run (``log_ratio``): ``log(actual step / predicted step)``, which is ``log(predicted MFU /
 published MFU)`` for an MFU-like figure, ``log(published step_s / predicted step_s)`` for a time and
-``log(predicted tokens/s / published tokens/s)`` for a throughput. The fit minimises the mean Huber loss of the
-residuals, each source weighted equally (a source with many runs does not outvote one with few): squared up to
-``HUBER_DELTA`` (0.2, a step 22% off), linear beyond (Huber, Robust Estimation of a Location Parameter, Ann. Math.
-Statist. 35, 1964), so that one run whose software is far from the rest (dgxc-benchmarking-2505's DeepSeek-V3 at
-10% MFU, 2.5 times the step the engine gives) cannot move a hardware constant by itself. Solved by projected
-Levenberg-Marquardt on pseudo-residuals whose squares are the loss (``huber_residuals``): deterministic, no
-random start, numpy only.
+``log(predicted tokens/s / published tokens/s)`` for a throughput. The fit minimises the mean Cauchy
+(Lorentzian) loss of the residuals, each source weighted equally (a source with many runs does not outvote one with
+few): ``rho(r) = c^2 / 2 log(1 + (r / c)^2)`` with ``c = LOSS_SCALE`` (0.2), nearly squared for ordinary runs and
+growing only as a logarithm beyond ``c``, so that a run's pull on the constants, ``r / (1 + (r / c)^2)``, is
+largest at ``|r| = c`` and falls as the run gets further from the rest (a redescending M-estimator: Holland and
+Welsch, Robust regression using iteratively reweighted least-squares, Commun. Statist. A6, 1977; the scale is
+their 95%-efficiency constant 2.385 times the residuals' robust standard deviation). One run whose software is
+far from the rest (dgxc-benchmarking-2505's DeepSeek-V3 at 10% MFU, twice the step the engine gives) then barely
+moves a constant that few runs inform; under Huber's loss (linear beyond ``c``) its pull never shrank, and with
+Megatron-Bridge's mixture-of-experts runs left out it drove the fixed time per local expert to its bound.
+Solved by projected Levenberg-Marquardt on pseudo-residuals whose squares are the loss (``cauchy_residuals``):
+deterministic, no random start, numpy only.
 
 Held-out error: for each source s the constants are refitted without s and s is predicted (leave one source
 out); that is the figure ``validate`` and the README headline. Example: with the built-in 21 runs of six
@@ -193,22 +198,22 @@ def residuals(prepared: list[Prepared], params: dict[str, float]) -> np.ndarray:
     return np.array([compare(p, predict_row(p, params))[2] for p in prepared])
 
 
-# Where the fit's loss turns from squared to linear, in log ratio (module docstring): about 2.2 robust standard
-# deviations of the in-sample residuals (1.4826 x their median absolute deviation: 0.089 at the 159-run fit that
-# chose it, 0.088 at the 168-run fit of solver 1.7.0), so that ordinary runs keep the squared loss; 5 of those 168
-# runs lie beyond it (0.91, 0.74, 0.58, -0.29, -0.25).
-HUBER_DELTA = 0.2
+# The scale of the fit's loss, in log ratio (module docstring): Holland and Welsch's 95%-efficiency constant for
+# the Cauchy loss, 2.385, times the robust standard deviation of the in-sample residuals (1.4826 x their median
+# absolute deviation: 0.084 at the 190-run Huber fit of solver 1.7.0, 0.087 at the Cauchy fit), rounded to 0.2:
+# a step about 22% off, where the Huber loss of earlier fits turned linear. 8 of the 190 runs lie beyond it at
+# the fit (0.75, 0.66, 0.64, 0.32, 0.22, 0.21, -0.24, -0.30).
+LOSS_SCALE = 0.2
 
 
-def huber_residuals(r: np.ndarray, delta: float = HUBER_DELTA) -> np.ndarray:
-    """Pseudo-residuals whose squares are Huber's loss (times two) of ``r``: ``r`` where ``|r| <= delta``,
-    ``sign(r) sqrt(2 delta |r| - delta^2)`` beyond, so that least squares on them minimises the Huber loss.
+def cauchy_residuals(r: np.ndarray, scale: float = LOSS_SCALE) -> np.ndarray:
+    """Pseudo-residuals whose squares are the Cauchy loss (times two) of ``r``:
+    ``sign(r) scale sqrt(log(1 + (r / scale)^2))``, so that least squares on them minimises the Cauchy loss.
 
-    Example: ``huber_residuals(np.array([0.1, -0.6]), 0.2)`` is ``[0.1, -0.4472]``: 0.6 counts as 0.45 in
-    place of 0.6 (its square 0.2 in place of 0.36).
+    Example: ``cauchy_residuals(np.array([0.1, -0.6]), 0.2)`` is ``[0.0945, -0.3035]``: 0.1 counts nearly as
+    itself, 0.6 (three scales out) as 0.30 (its square 0.092 in place of 0.36).
     """
-    a = np.abs(r)
-    return np.where(a <= delta, r, np.sign(r) * np.sqrt(np.maximum(2.0 * delta * a - delta * delta, 0.0)))
+    return np.sign(r) * scale * np.sqrt(np.log1p(np.square(r / scale)))
 
 
 def _weights(prepared: list[Prepared]) -> np.ndarray:
@@ -256,7 +261,7 @@ def fit(
     iterations: int = 12,
     fixed: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
-    """Constants minimising the source-weighted mean Huber loss of the residuals (module docstring);
+    """Constants minimising the source-weighted mean Cauchy loss of the residuals (module docstring);
     deterministic.
 
     Projected Levenberg-Marquardt on the constants scaled to [0, 1] by their bounds, forward-difference
@@ -277,7 +282,7 @@ def fit(
         return {**params, **{n: float(v) for n, v in zip(free, lo + span * u, strict=True)}}
 
     def res(u: np.ndarray) -> np.ndarray:
-        return root_w * huber_residuals(residuals(prepared, unpack(u)), HUBER_DELTA)
+        return root_w * cauchy_residuals(residuals(prepared, unpack(u)), LOSS_SCALE)
 
     u = np.clip((np.array([params[n] for n in free]) - lo) / span, 0.0, 1.0)
     r = res(u)

@@ -148,9 +148,10 @@ def test_default_search_best_for_llama3_405b_is_within_5_percent_or_warns(llama3
     """Done-when (issue 13), as a search answers by default (within_validated true).
 
     Measured: the best inside the envelope is tp 4, cp 2, pp 16 (interleaved 8, FP32 reduce-scatter as the
-    scenario states), predicted 4.93% faster than Table 4's layout (solver 1.7.0 with 23 sources, the pipeline
-    fill and the SC'21 layouts; 5.03% with tp 4, cp 4 if the envelope still counted runs the model misses by more than 8 points held out,
-    as it did before: MLPerf v5.1's 8B on 512 GB200, +12.9, is the one dense run at 2,048 tokens per CP rank;
+    scenario states), predicted 4.88% faster than Table 4's layout (solver 1.7.0 with the Cauchy loss of the
+    fit; 4.93% with 23 sources, the pipeline fill and the SC'21 layouts under Huber's; 4.99% with tp 4, cp 4 if
+    the envelope still counted runs the model misses by more than 8 points held out,
+    as it did before: MLPerf v5.1's 8B on 512 GB200, +13.0, is the one dense run at 2,048 tokens per CP rank;
     4.91% with the first MLPerf sources; 4.91% with the Huber loss of
     the fit and dgxc-benchmarking-2505's mixture-of-experts rows, and before them with the pipeline-split audit of
     the corpus; 4.82% after the gradient-reduction dtype audit, 4.76% before it, 4.81% before dgxc-benchmarking-2505, 4.88% at 1.6.0, 4.86% at 1.5.0,

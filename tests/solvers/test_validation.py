@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from solvers import fit as fit_module
 from solvers.catalog.fitted import FITTED_FILE
 from solvers.corpus import Corpus, corpus_hash
-from solvers.fit import BOUNDS, HUBER_DELTA, fit, held_out, huber_residuals, prepare
+from solvers.fit import BOUNDS, LOSS_SCALE, cauchy_residuals, fit, held_out, prepare
 from solvers.gemm_shape import MAX_HALF
 from solvers.published import validation_corpus
 from solvers.step_uncertainty import MIN_RUNS
@@ -65,30 +65,50 @@ def test_fit_is_deterministic_and_bounded(small: Corpus) -> None:
 
 
 @given(st.floats(min_value=-5.0, max_value=5.0), st.floats(min_value=0.01, max_value=1.0))
-def test_huber_pseudo_residuals_square_to_the_huber_loss(r: float, delta: float) -> None:
-    (rho,) = huber_residuals(np.array([r]), delta)
-    loss = r * r if abs(r) <= delta else 2.0 * delta * abs(r) - delta * delta
+def test_cauchy_pseudo_residuals_square_to_the_cauchy_loss(r: float, scale: float) -> None:
+    (rho,) = cauchy_residuals(np.array([r]), scale)
+    loss = scale * scale * math.log1p((r / scale) ** 2)
     assert rho * rho == pytest.approx(loss, rel=1e-12, abs=1e-15)
     assert abs(rho) <= abs(r) + 1e-15 and (rho == 0.0 or math.copysign(1.0, rho) == math.copysign(1.0, r))
+
+
+@given(st.floats(min_value=0.01, max_value=1.0))
+def test_a_runs_pull_is_largest_one_scale_out_and_falls_beyond(scale: float) -> None:
+    """The loss's slope (a run's pull on the constants) peaks at |r| = scale and falls further out."""
+    r = np.array([0.5, 1.0, 2.0, 4.0, 8.0]) * scale
+    h = 1e-6 * scale
+
+    def loss(x: np.ndarray) -> np.ndarray:
+        return np.square(cauchy_residuals(x, scale)) / 2.0
+
+    slope = (loss(r + h) - loss(r - h)) / (2.0 * h)
+    assert np.argmax(slope) == 1
+    assert np.all(np.diff(slope[1:]) < 0)
 
 
 def test_one_gross_outlier_moves_the_fit_less_than_least_squares(
     small: Corpus, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run published three times slower than it ran pulls the constants far less under the Huber loss."""
+    """A run published three times slower than it ran moves the other runs' predictions far less under the
+    Cauchy loss than under least squares, and keeps its own large residual instead of being fitted."""
     victim = next(r for r in small.runs if r.metric == "step_s")
     bad = dataclasses.replace(victim, published=victim.published * 3.0)
     spoiled = dataclasses.replace(small, runs=tuple(bad if r is victim else r for r in small.runs))
-    family = "eff_hopper"
+    clean, dirty = prepare(small), prepare(spoiled)
+    others = [p for p in clean if p.run.id != victim.id]
+    (victim_prepared,) = (p for p in dirty if p.run.id == victim.id)
 
-    def shift() -> float:
-        return abs(fit(prepare(spoiled), iterations=4)[family] - fit(prepare(small), iterations=4)[family])
+    def shift() -> tuple[float, float]:
+        before, after = fit(clean), fit(dirty)
+        moved = np.abs(fit_module.residuals(others, after) - fit_module.residuals(others, before))
+        return float(np.mean(moved)), float(fit_module.residuals([victim_prepared], after)[0])
 
-    robust = shift()
-    monkeypatch.setattr(fit_module, "HUBER_DELTA", 1e9)  # plain least squares
-    squared = shift()
-    assert HUBER_DELTA == 0.2
+    robust, robust_victim = shift()
+    monkeypatch.setattr(fit_module, "LOSS_SCALE", 1e9)  # plain least squares
+    squared, squared_victim = shift()
+    assert LOSS_SCALE == 0.2
     assert robust < 0.5 * squared
+    assert robust_victim > squared_victim
 
 
 def test_held_out_predicts_each_source_without_it(small: Corpus) -> None:
