@@ -151,6 +151,8 @@ def test_the_fitted_files_were_fitted_on_the_corpus_as_it_is() -> None:
     corpus = validation_corpus()
     assert calibration["corpus_sha256"] == corpus_hash(corpus), "run `python -m solvers fit`"
     assert calibration["corpus_runs"] == len(corpus.runs)
+    assert calibration["loss"]["scale"] == LOSS_SCALE, "the loss changed: run `python -m solvers fit`"
+    assert calibration["loss"]["function"] == fit_module.LOSS["function"]
 
 
 def _run(source: str, predicted: float, published: float) -> dict[str, object]:
