@@ -310,7 +310,7 @@ def fit_documents(corpus: Corpus | None = None) -> tuple[dict[str, Any], dict[st
         "constants": {name: params[name] for name in EFFECT_CONSTANTS},
         "compute_efficiency": {family: params[f"eff_{family}"] for family in FAMILIES},
         "bounds": {name: list(bound) for name, bound in BOUNDS.items()},
-        "loss": {"residual": "log(actual step_s / predicted step_s)", **LOSS},
+        "loss": dict(LOSS),
         "shape_half_dim_fit": {
             "fitted_to": "corpus/kernels/*.yaml (python -m solvers fit; solvers.gemm_shape)",
             "rows": shape.rows,
