@@ -1,0 +1,73 @@
+"""``./dev up`` says the service is up only once /healthz has stayed green for longer than a web process
+reuses its answer (``planner.health.HEALTH_CACHE_S``)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from planner import wait_healthy
+from planner.health import HEALTH_CACHE_S
+
+GREEN = b'{"status": "ok", "down": [], "checks": {"workers": {"status": "ok"}}}'
+DOWN = b'{"status": "degraded", "down": ["workers"], "checks": {"workers": {"status": "down"}}}'
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, list[int], list[float]]]:
+    """A loopback /healthz answering the queued statuses in turn (then 200), logging when each was asked."""
+    statuses: list[int] = []
+    asked: list[float] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(time.monotonic())
+            status = statuses.pop(0) if statuses else 200
+            body = GREEN if status == 200 else DOWN
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", statuses, asked
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_one_green_answer_between_red_ones_is_not_up(
+    server: tuple[str, list[int], list[float]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url, statuses, asked = server
+    monkeypatch.setattr(wait_healthy, "POLL_S", 0.05)
+    # Another web process may still hold the 503 it computed just before the 200 (the flake this prevents).
+    statuses.extend([503, 200, 503])
+    assert wait_healthy.main(url) == 0
+    assert "Planner is up" in capsys.readouterr().out
+    # Up only after answers stayed green for longer than the cache, counted from the first green after the red.
+    first_green_after_red = asked[3]
+    assert asked[-1] - first_green_after_red > HEALTH_CACHE_S
+    assert not statuses
+
+
+def test_stays_green_from_the_start_is_up_after_the_cache_window(
+    server: tuple[str, list[int], list[float]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, _, asked = server
+    monkeypatch.setattr(wait_healthy, "POLL_S", 0.05)
+    assert wait_healthy.main(url) == 0
+    assert HEALTH_CACHE_S < asked[-1] - asked[0] < HEALTH_CACHE_S + 1.0
