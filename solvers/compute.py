@@ -97,25 +97,27 @@ def mlp_matrices(*, model: ModelSpec) -> int:
 
 
 def expert_params(*, model: ModelSpec) -> float:
-    """Routed-expert parameters of the whole model: ``moe_layers * experts * matrices * h * h_e``.
+    """Routed-expert parameters of the whole model: ``(moe_layers + mtp_layers) * experts * matrices * h * h_e``
+    (a multi-token-prediction module's block is an MoE layer in an MoE model, ``mtp_module_params``).
 
-    Example: DeepSeek-V3, 58 x 256 x 3 x 7,168 x 2,048 = 654.0e9 of its 671e9 parameters.
+    Example: DeepSeek-V3, 58 x 256 x 3 x 7,168 x 2,048 = 654.0e9 of its 671e9 parameters (main model;
+    with its one MTP module, 59 x ... = 665.3e9 of 682.6e9).
     Shared experts are counted with the dense (replicated) parameters.
     """
     moe = model.moe
     if moe is None:
         return 0.0
     per_expert = mlp_matrices(model=model) * model.hidden * moe.expert_ffn_hidden
-    return float(min(moe.moe_layers * moe.experts * per_expert, model.params))
+    return float(min((moe.moe_layers + model.mtp_layers) * moe.experts * per_expert, model.params))
 
 
 def active_expert_params(*, model: ModelSpec) -> float:
-    """Routed-expert parameters one token touches: ``moe_layers * top_k * matrices * h * h_e``."""
+    """Routed-expert parameters one token touches: ``(moe_layers + mtp_layers) * top_k * matrices * h * h_e``."""
     moe = model.moe
     if moe is None:
         return 0.0
     per_expert = mlp_matrices(model=model) * model.hidden * moe.expert_ffn_hidden
-    return float(min(moe.moe_layers * moe.top_k * per_expert, model.active_params))
+    return float(min((moe.moe_layers + model.mtp_layers) * moe.top_k * per_expert, model.active_params))
 
 
 def attention_widths(*, model: ModelSpec) -> tuple[float, float]:
@@ -139,11 +141,35 @@ def model_flops_per_token(*, model: ModelSpec, seq_len: int) -> float:
 
     The attention term is ``attention_flops_per_token`` (with MLA, ``6 L s (d_qk + d_v)``).
     Example: Llama 3 405B at s = 8,192: 6 x 405e9 + 12 x 126 x 16,384 x 8,192 = 2.430e12 + 0.203e12
-    = 2.633e12 FLOP per token. DeepSeek-V3 at s = 4,096: 6 x 37e9 + 6 x 61 x 4,096 x 40,960 = 2.220e11
-    + 0.614e11 = 2.834e11, against 2.80e11 implied by the ISCA'25 paper's Table 4 (432 TFLOP/s x 2,048 GPUs
-    x 19.926 s / (15,360 x 4,096) tokens).
+    = 2.633e12 FLOP per token. DeepSeek-V3 at s = 4,096 without its MTP module: 6 x 37e9 + 6 x 61 x 4,096 x
+    40,960 = 2.220e11 + 0.614e11 = 2.834e11, against 2.80e11 implied by the ISCA'25 paper's Table 4 (432
+    TFLOP/s x 2,048 GPUs x 19.926 s / (15,360 x 4,096) tokens), nearer this count than the next. With it
+    (``model.mtp_layers`` 1, the preset): the module's 0.69B active parameters, one more layer's attention core
+    and one more pass of the output head, 6 h V, give 2.941e11 (``mtp_block_flops_per_token``).
     """
-    return 6.0 * model.active_params + attention_flops_per_token(model=model, seq_len=seq_len)
+    flops = 6.0 * model.active_params + attention_flops_per_token(model=model, seq_len=seq_len)
+    if model.mtp_layers:
+        # Each multi-token-prediction module runs the shared output head once more: 6 h V without parameters.
+        flops = flops + model.mtp_layers * output_head_flops_per_token(model=model)
+    return flops
+
+
+def mtp_block_flops_per_token(*, model: ModelSpec, seq_len: int) -> float:
+    """The multi-token-prediction modules' own FLOPs per token, without their pass of the shared output head
+    (``output_layer_flops_per_token`` counts it): ``6 N_mtp + D x (one layer's attention core)``, where
+    ``N_mtp`` is the modules' active parameters (projection, norms, block). All on the last pipeline stage
+    (DeepSeek-V3 §2.2; Megatron-Core builds the MTP block with the last stage). 0 without MTP.
+
+    Example: DeepSeek-V3 (D = 1, N_mtp = 0.6897e9 active) at s = 4,096: 6 x 0.6897e9 + 6.14e10 / 61 = 4.14e9
+    + 1.01e9 = 5.15e9 FLOP per token; with the head's 5.56e9 the module adds 1.07e10, 3.6% of the 2.94e11 of
+    the whole model.
+    """
+    if not model.mtp_layers:
+        return 0.0
+    attention_per_layer = attention_flops_per_token(model=model, seq_len=seq_len) / (
+        model.layers + model.mtp_layers
+    )
+    return 6.0 * model.mtp_active_params + model.mtp_layers * attention_per_layer
 
 
 def attention_flops_per_token(*, model: ModelSpec, seq_len: int) -> float:
@@ -154,16 +180,24 @@ def attention_flops_per_token(*, model: ModelSpec, seq_len: int) -> float:
     Example: DeepSeek-V3, s = 4,096: 6 x 61 x 4,096 x (24,576 + 16,384) = 6.14e10 FLOP per token, against
     12 x 61 x 7,168 x 4,096 = 2.15e10 counted as multi-head attention of width h.
     """
+    layers = model.layers + model.mtp_layers  # a multi-token-prediction module's block attends too
     if model.mla is None:
-        return ATTENTION_FLOPS_PER_TOKEN_PER_LAYER_PER_HS * model.layers * model.hidden * seq_len
+        return ATTENTION_FLOPS_PER_TOKEN_PER_LAYER_PER_HS * layers * model.hidden * seq_len
     qk, v = attention_widths(model=model)
-    return ATTENTION_FLOPS_PER_TOKEN_PER_LAYER_PER_HS / 2.0 * model.layers * seq_len * (qk + v)
+    return ATTENTION_FLOPS_PER_TOKEN_PER_LAYER_PER_HS / 2.0 * layers * seq_len * (qk + v)
+
+
+def output_head_flops_per_token(*, model: ModelSpec) -> float:
+    """One pass of the output head per token, forward and backward: ``6 h V``. Example: Llama 3 8B
+    (h 4,096, V 128,256): 3.15e9 FLOP per token."""
+    return 6.0 * model.hidden * model.vocab
 
 
 def output_layer_flops_per_token(*, model: ModelSpec) -> float:
-    """The output layer's training FLOPs per token, forward and backward: ``6 h V``. Example: Llama 3 8B
-    (h 4,096, V 128,256): 3.15e9 FLOP per token."""
-    return 6.0 * model.hidden * model.vocab
+    """The output layer's training FLOPs per token: ``6 h V (1 + D)``, the main model's head and the shared
+    head's pass in each of ``D`` multi-token-prediction modules (DeepSeek-V3 §2.2), all on the last stage.
+    Example: Llama 3 8B: 3.15e9 FLOP per token; DeepSeek-V3 (D = 1): 2 x 5.56e9 = 1.11e10."""
+    return (1.0 + model.mtp_layers) * output_head_flops_per_token(model=model)
 
 
 def recompute_flops_per_token(*, model: ModelSpec, seq_len: int, recompute: Num) -> Num:

@@ -146,7 +146,14 @@ class PipelineStages(NamedTuple):
 
 
 def pipeline_stages(
-    *, layers: int, pp: Num, output_layer_share: float, output_rate_ratio: Num = 1.0, even_split: bool = False
+    *,
+    layers: int,
+    pp: Num,
+    output_layer_share: float,
+    output_rate_ratio: Num = 1.0,
+    even_split: bool = False,
+    mtp_share: float = 0.0,
+    paired_ends: Num = False,
 ) -> PipelineStages:
     """The ``pipeline_ends`` effect of one pipeline: ``ends``, the busiest stage's work factor, and ``fill``,
     the ratio that prices the pipeline's fill and drain, from one count of the stages' layer equivalents.
@@ -156,6 +163,22 @@ def pipeline_stages(
     ``output_rate_ratio`` is the time of an output-layer FLOP over a layer FLOP (``rate / rate_bf16`` with
     ``fp8_scope`` in FP8 training, else 1), which scales the output layer's layer equivalents ``e`` before the
     planner balances them. pp = 1 -> ``(L + e x ratio) / (L + e)``, 1.0 exactly at ratio 1.
+
+    ``mtp_share``: the multi-token-prediction blocks' FLOPs (``compute.mtp_block_flops_per_token``) over the
+    FLOPs per token, on the last stage with the output layer (whose share then holds the heads of the modules
+    too), at the layers' rate. Example: DeepSeek-V3 (L = 61, D = 1, s = 4,096): heads 1.11e10 and block 5.15e9
+    of 2.94e11 FLOP per token -> e = 2.44 + 1.13 = 3.57 layer equivalents; p = 4, balanced: busiest
+    max(16, 64.57 / 4 = 16.14, 3.57) = 16.14 against 16 x 64.57 / 61 = 16.94 -> 0.953 (without the module
+    e = 1.20 and 0.980, of 3.7% fewer FLOPs per token); even split: 13 + 3.57 = 16.57 -> 0.978.
+
+    ``paired_ends`` (the DualPipe schedule): each rank holds stage ``i`` of one copy of the model and stage
+    ``p - 1 - i`` of the other, so the rank with the last stage's heads also holds the first stage, whose
+    embedding costs next to nothing (DeepSeek-V3 §3.2.3: 'we deploy the shallowest layers (including the
+    embedding layer) and deepest layers (including the output head) of the model on the same PP rank'): the
+    heads weigh on a pair of stages, ``max(ceil(L/p), (L + e)/p, e/2)`` per stage balanced and
+    ``max(ceil(L/p), (ceil(L/p) + last + e) / 2)`` with an even split. Example: DeepSeek-V3 in FP8 with its
+    MTP module, p = 16, heads at a 1.75x slower BF16 rate: e = 2.44 x 1.75 + 1.13 = 5.40; 1F1B max(4, 4.15,
+    5.40) = 5.40 against 4.23 -> 1.28; DualPipe max(4, 4.15, 2.70) = 4.15 -> 0.98.
 
     ``even_split`` (``training.pipeline_split: even``): no planner; every stage holds ``ceil(L/p)`` layers and
     the last the rest, ``L - (p-1) ceil(L/p)``, with the output layer on top, so the busiest holds
@@ -182,13 +205,24 @@ def pipeline_stages(
     Nemotron-4 340B at p = 4, balanced: B = 24.32 = W / 4 -> r = 1.0.
     """
     share = min(max(output_layer_share, 0.0), 0.9)
-    e = share * layers / (1.0 - share)
-    e_time = e * output_rate_ratio
+    block_share = min(max(mtp_share, 0.0), 0.9 - share)
+    rest = 1.0 - share - block_share  # the main model's layers
+    e = share * layers / rest
+    e_block = block_share * layers / rest
+    e_time = e * output_rate_ratio + e_block
+    e = e + e_block
     busiest_layers = -(-layers // pp)
     if even_split:
-        planned = maximum(busiest_layers * 1.0, maximum(layers - (pp - 1) * busiest_layers, 0) + e_time)
+        last = maximum(layers - (pp - 1) * busiest_layers, 0)
+        planned = where(
+            paired_ends,
+            maximum(busiest_layers * 1.0, (busiest_layers + last + e_time) / 2.0),
+            maximum(busiest_layers * 1.0, last + e_time),
+        )
     else:
-        planned = maximum(maximum(busiest_layers * 1.0, (layers + e_time) / pp), e_time)
+        planned = maximum(
+            maximum(busiest_layers * 1.0, (layers + e_time) / pp), where(paired_ends, e_time / 2.0, e_time)
+        )
     even = busiest_layers * (layers + e) / layers
     ends = where(pp > 1, planned / even, (layers + e_time) / (layers + e))
     others = (layers + e_time - planned) / ((maximum(pp, 2) - 1.0) * planned)

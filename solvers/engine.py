@@ -21,10 +21,10 @@ Composition (each term is documented, with its source, in the module that comput
 
 Step effects (``solvers.effects``, each behind ``training.efficiency.effects.<name>``; all off in a bare
 ``TrainingSpec``): matrix shape scales the dense and expert GEMM rates, the attention core runs at its own
-rate (and at the s/cp block's shape with context parallelism), the output layer weighs on the last stage,
-MoE adds permutation traffic and the busiest expert rank's load skew, compute waits for the slowest rank,
-ZeRO-3 gathers the weights again for a fully recomputed forward pass, and FP8 training runs the attention
-core and the output layer at the BF16 rate.
+rate (and at the s/cp block's shape with context parallelism), the output layer and the multi-token-
+prediction modules weigh on the last stage, MoE adds permutation traffic and the busiest expert rank's load
+skew, compute waits for the slowest rank, ZeRO-3 gathers the weights again for a fully recomputed forward
+pass, and FP8 training runs the attention core and the output layer at the BF16 rate.
 
 Overlap windows (hidden communication never exceeds the compute it hides behind, seed 004 §5.4): TP and PP
 hide behind the whole step's compute (MegaScale §3.2: TP/SP collectives fused with the neighbouring GEMMs,
@@ -310,14 +310,15 @@ def _step(
     )
     fill: Num = 1.0
     if fx.pipeline_ends:
-        # The output layer on the last stage, in time at its own rate (1 unless fp8_scope keeps it in BF16); the
-        # pipeline's fill and drain pass through the other, lighter stages (``fill`` of the busiest's time).
+        # Output layer (own rate) and MTP modules on the last stage; fill and drain cross the lighter stages.
         ends, fill = effects.pipeline_stages(
             layers=L,
             pp=pp,
             output_layer_share=output_flops_per_token / flops_per_token,
             output_rate_ratio=rate / rate_bf16,
             even_split=training.pipeline_split == "even",
+            mtp_share=compute.mtp_block_flops_per_token(model=model, seq_len=s) / flops_per_token,
+            paired_ends=schedule == pipeline.DUALPIPE,
         )
         hw_flops_gpu = hw_flops_gpu * ends
     hbm = acc.hbm_tb_s * TFLOPS
@@ -583,8 +584,7 @@ def _step(
     hidden_ep = minimum(ov.ep * ep_x.time_s, compute_s * moe_share)
     # Together the hidden exchanges never exceed the compute they hide behind either: each window above is a
     # share of the same compute, so when their sum would pass it every hidden share shrinks in proportion
-    # (otherwise extra compute, such as recomputation, could shorten a communication-bound step).
-    # compute / max(sum, compute) is exactly 1.0 when nothing is capped, so uncapped steps are unchanged.
+    # (else extra compute, such as recomputation, could shorten a communication-bound step); 1.0 uncapped.
     hidden_sum = hidden_tp + hidden_cp + hidden_pp + hidden_dp + hidden_ep
     cap = compute_s / maximum(hidden_sum, compute_s)
     hidden_tp = hidden_tp * cap

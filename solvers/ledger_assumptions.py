@@ -96,9 +96,12 @@ class ScenarioLedger(Protocol):
     def cloud_usd_per_gpu_hour(self) -> float | None: ...
 
 
-def step_assumptions(peaks: Mapping[str, float], precision: str, *, mla: bool = False) -> list[Assumption]:
+def step_assumptions(
+    peaks: Mapping[str, float], precision: str, *, mla: bool = False, mtp: bool = False
+) -> list[Assumption]:
     """The step's conventions: how model FLOPs are counted and which peaks ``mfu`` and ``mfu_bf16`` use.
-    ``mla``: the model has Multi-head Latent Attention, whose attention core counts at its own widths."""
+    ``mla``: the model has Multi-head Latent Attention, whose attention core counts at its own widths.
+    ``mtp``: the model trains multi-token-prediction modules, counted as trained work."""
     if mla:
         flops = "6 * active_params + 6 * layers * seq_len * heads * (qk_nope + qk_rope + v_head_dim)"
         flops_source = (
@@ -110,6 +113,13 @@ def step_assumptions(peaks: Mapping[str, float], precision: str, *, mla: bool = 
         flops_source = (
             "PaLM convention (Chowdhery et al. 2022, appendix B), non-causal attention; recompute "
             "excluded from mfu and counted in hfu"
+        )
+    if mtp:
+        flops = flops.replace("layers", "(layers + mtp_layers)") + " + 6 * mtp_layers * hidden * vocab"
+        flops_source += (
+            "; active_params holds the multi-token-prediction modules' (DeepSeek-V3 §2.2), each of which also "
+            "attends and runs the shared output head once more: their work is counted as the model's, as "
+            "Megatron-Core's FLOP count does"
         )
     return [
         {

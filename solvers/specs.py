@@ -68,12 +68,14 @@ class ModelSpec:
     heads: int
     kv_heads: int
     vocab: int
-    params: float  # total parameters (all experts)
-    active_params: float  # parameters touched per token (= params for dense models)
+    params: float  # total parameters (all experts), the multi-token-prediction modules included
+    active_params: float  # parameters touched per token (= params for dense models), MTP modules included
     moe: MoESpec | None = None
     gated_mlp: bool = True  # SwiGLU-style: three FFN matrices instead of two
     dropout: bool = True  # dropout after attention and MLP (and on the attention probabilities) is stored
     mla: MLASpec | None = None  # Multi-head Latent Attention in place of (grouped-query) multi-head attention
+    mtp_layers: int = 0  # multi-token-prediction modules (DeepSeek-V3 §2.2), each on the last pipeline stage
+    mtp_active_params: float = 0.0  # the part of active_params in those modules (solvers.compute.mtp_params)
 
 
 class PeakTflops(Mapping[str, float]):

@@ -174,6 +174,7 @@ MODELS: dict[str, dict[str, Any]] = {
             "shared_experts": 1,
             "moe_layers": 58,
         },
+        "mtp_layers": 1,
         "mla": {
             "q_lora_rank": 1536,
             "kv_lora_rank": 512,
@@ -191,7 +192,12 @@ MODELS: dict[str, dict[str, Any]] = {
             "1,536, key/value latent 512, per-head query/key 128 + 64 (rotary), value 128 (q_lora_rank, "
             "kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim in the released "
             "inference/configs/config_671B.json)",
-            "params": "DeepSeek-V3 technical report §1: 671B total, 37B activated per token",
+            "params": "DeepSeek-V3 technical report §1: 671B total, 37B activated per token (the main model; "
+            "the multi-token-prediction module comes on top: model.mtp_layers)",
+            "mtp_layers": "DeepSeek-V3 technical report §2.2 and §4.2: multi-token prediction of depth D = 1 in "
+            "pre-training (one module: RMSNorms, a 2h x h projection and one transformer block, with the "
+            "embedding and output head shared with the main model); the released checkpoint's 14B MTP weights "
+            "also hold copies of the embedding and head (README: 671B main model + 14B MTP module)",
             "seq_len": "DeepSeek-V3 technical report §4.2: maximum sequence length 4K in pre-training",
             "dropout": _UNSTATED_DROPOUT,
         },

@@ -46,6 +46,8 @@ MAX_HEADS = 100_000
 MAX_VOCAB = 10_000_000
 MAX_PARAMS = 1e15
 MAX_EXPERTS = 100_000
+# DeepSeek-V3 trains one module; Gloeckle et al. 2024 (arXiv:2404.19737) compare up to 8 predicted tokens.
+MAX_MTP_LAYERS = 16
 MAX_SEQ_LEN = 10_000_000
 MAX_GLOBAL_BATCH_TOKENS = 1e11
 MAX_TOTAL_TOKENS = 1e16
@@ -175,6 +177,13 @@ FIELDS: tuple[Field, ...] = (
         default=True,
         source="convention: trained with dropout, whose masks are stored (Korthikanti et al. 2022 §4.2 count; "
         "GPT-3-style models in Megatron-LM)",
+    ),
+    _int(
+        "model.mtp_layers",
+        0,
+        MAX_MTP_LAYERS,
+        default=0,
+        source="convention: next-token loss only, no multi-token-prediction module",
     ),
     _obj("model.moe"),
     _int("model.moe.experts", 1, MAX_EXPERTS),

@@ -72,6 +72,44 @@ def transformer_params(
     return dense + moe_layers * moe_total, dense + moe_layers * moe_active
 
 
+def mtp_module_params(
+    *,
+    hidden: int,
+    ffn_hidden: int,
+    heads: int,
+    kv_heads: int,
+    gated_mlp: bool,
+    moe: Mapping[str, int] | None,
+    mla: Mapping[str, int] | None = None,
+) -> tuple[float, float]:
+    """(total, active) parameters of one multi-token-prediction module (DeepSeek-V3 §2.2, Figure 3).
+
+    A module normalises the previous depth's hidden state and the embedding of the next token (two RMSNorms,
+    ``2h``), projects their concatenation with ``M_k`` (``2h x h``) and runs one transformer block; the
+    embedding layer and the output head are the main model's (shared, no parameters of its own in training).
+    The block is the model's last kind of layer: an MoE layer when the model has any (DeepSeek-V3's dense
+    layers come first), whose final norm ``h`` is counted as ``transformer_params`` counts the model's.
+    Example: DeepSeek-V3: block 11,507.3M (MLA 187.1M, router 1.8M, 257 experts of 44.0M) + projection
+    102.8M + norms 0.014M = 11.61B total, 0.69B active (MLA, router, 8 routed + 1 shared expert), against the
+    released checkpoint's 14B, which also stores copies of the embedding and head (2 x 0.93B).
+    """
+    one_layer = {**moe, "moe_layers": 1} if moe else None
+    block_total, block_active = transformer_params(
+        layers=1,
+        hidden=hidden,
+        ffn_hidden=ffn_hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        vocab=0,
+        gated_mlp=gated_mlp,
+        tied_embeddings=True,
+        moe=one_layer,
+        mla=mla,
+    )
+    projection_and_norms = 2.0 * hidden * hidden + 2.0 * hidden
+    return block_total + projection_and_norms, block_active + projection_and_norms
+
+
 def mla_attention_params(*, hidden: int, heads: int, mla: Mapping[str, int]) -> float:
     """Weights of one Multi-head Latent Attention block (DeepSeek-V2 §2.1.2-2.1.3, DeepSeek-V3 §2.1.1).
 
@@ -276,6 +314,19 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
         r.error(join(path, "active_params"), "must be > 0 (the experts outweigh params)")
     elif active > params:
         r.error(join(path, "active_params"), f"must be <= model.params (={params:.4g})")
+    mtp = int(pick("mtp_layers"))
+    mtp_total = mtp_active = 0.0
+    if mtp:
+        one_total, one_active = mtp_module_params(
+            hidden=hidden,
+            ffn_hidden=ffn_hidden,
+            heads=heads,
+            kv_heads=kv_heads,
+            gated_mlp=gated,
+            moe=moe_doc,
+            mla=mla_doc,
+        )
+        mtp_total, mtp_active = mtp * one_total, mtp * one_active
     model_name = name if name is not None else (preset["name"] if preset else "custom")
     if r.failed_under(path):
         return None, {}, None
@@ -297,6 +348,8 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
     }
     if mla_doc is not None:  # only MLA models carry the key, so other models' documents are unchanged
         doc["mla"] = mla_doc
+    if mtp:  # likewise only a model with multi-token prediction
+        doc["mtp_layers"] = mtp
     spec = ModelSpec(
         name=model_name,
         layers=layers,
@@ -305,12 +358,16 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
         heads=heads,
         kv_heads=kv_heads,
         vocab=vocab,
-        params=params,
-        active_params=active,
+        # model.params and active_params count the main model (as published); the MTP modules are trained,
+        # stored and checkpointed with it, so the engine's counts hold both.
+        params=params + mtp_total,
+        active_params=active + mtp_active,
         moe=MoESpec(**moe_doc) if moe_doc else None,
         gated_mlp=gated,
         dropout=dropout,
         mla=MLASpec(**mla_doc) if mla_doc else None,
+        mtp_layers=mtp,
+        mtp_active_params=mtp_active,
     )
     preset_seq = int(preset["seq_len"]) if preset is not None and "seq_len" in preset else None
     return spec, doc, preset_seq

@@ -250,7 +250,13 @@ class Resolved:
             cluster=cluster,
             ledger_fields=ledger_fields,
             notes=tuple(notes),
-            solve_notes=_solve_notes(cluster, self.training, ledger_fields, mla=self.model.mla is not None),
+            solve_notes=_solve_notes(
+                cluster,
+                self.training,
+                ledger_fields,
+                mla=self.model.mla is not None,
+                mtp=self.model.mtp_layers > 0,
+            ),
             prices=tuple(merged.items()),
         )
 
@@ -262,10 +268,10 @@ def _price_notes(notes: list[Assumption], values: Mapping[str, Any]) -> list[int
 
 
 def _solve_notes(
-    cluster: ClusterSpec, training: TrainingSpec, ledger: LedgerFields, *, mla: bool
+    cluster: ClusterSpec, training: TrainingSpec, ledger: LedgerFields, *, mla: bool, mtp: bool
 ) -> tuple[Assumption, ...]:
     """The step's and the ledger's assumption entries of a scenario, as rows (``Assumption``)."""
-    entries = step_assumptions(cluster.accelerator.peak_tflops, training.precision, mla=mla)
+    entries = step_assumptions(cluster.accelerator.peak_tflops, training.precision, mla=mla, mtp=mtp)
     # each entry is {"key", "value", "unit", "source"} in that order: its values are the row's fields
     step_rows: list[dict[str, Any]] = entries  # type: ignore[assignment]  # the TypedDicts, as plain dicts
     rows: list[Iterable[Any]] = list(map(dict.values, step_rows))
@@ -363,7 +369,9 @@ def resolve_with_document(document: Any, *, step: bool = True) -> tuple[Resolved
         layout_auto=auto,
         ledger_fields=ledger_fields,
         notes=tuple(r.assumptions),
-        solve_notes=_solve_notes(cluster.spec, train_spec, ledger_fields, mla=model.mla is not None),
+        solve_notes=_solve_notes(
+            cluster.spec, train_spec, ledger_fields, mla=model.mla is not None, mtp=model.mtp_layers > 0
+        ),
         reliability=reliability(ledger_fields),
         layout=layout,
         step=held_step,

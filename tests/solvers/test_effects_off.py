@@ -27,8 +27,8 @@ EFFECTS = fields.TABLE.keys("training.efficiency.effects")
 
 # Model descriptions the presets have gained since 1.2.0, a model input and not a step effect: the recorded
 # figures are those of the description 1.2.0 had (DeepSeek-V3's MLA counted as multi-head attention of
-# width hidden before 1.5.0; ``model.mla: null`` states that description).
-MODEL_AT_1_2_0: dict[str, dict[str, Any]] = {"deepseek-v3-2048xh800": {"mla": None}}
+# width hidden before 1.5.0, ``model.mla: null``; its multi-token-prediction module, 1.7.0, ``mtp_layers: 0``).
+MODEL_AT_1_2_0: dict[str, dict[str, Any]] = {"deepseek-v3-2048xh800": {"mla": None, "mtp_layers": 0}}
 
 # Layouts of examples corrected against their sources since 1.2.0 (corpus/*.yaml "audit 2" headers): the
 # recorded figures are those of the layout the example stated then.

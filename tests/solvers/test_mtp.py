@@ -1,0 +1,207 @@
+"""The scenario field ``model.mtp_layers`` (DeepSeek-V3's multi-token-prediction modules): its parameters, its
+FLOPs, its place on the last pipeline stage, and DualPipe's pairing of the two ends of the pipeline."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solvers import compute
+from solvers.catalog import MODELS
+from solvers.effects import pipeline_stages
+from solvers.entry import solve
+from solvers.errors import ScenarioError
+from solvers.inputs import resolve
+from solvers.inputs.fields import TABLE
+from solvers.inputs.json_schema import scenario_json_schema
+from solvers.inputs.model import mtp_module_params
+
+# DeepSeek-V3 on 2,048 H800 as its ISCA'25 paper ran it (examples/deepseek-v3-2048xh800.yaml), FP8 GEMMs.
+DOC: dict[str, Any] = {
+    "model": {"preset": "deepseek-v3"},
+    "cluster": {"node": "hgx-h800", "gpus": 2048},
+    "training": {
+        "seq_len": 4096,
+        "global_batch_seqs": 15360,
+        "precision": "fp8",
+        "layout": {
+            "tp": 1,
+            "pp": 16,
+            "ep": 64,
+            "microbatch_seqs": 1,
+            "schedule": "dualpipe",
+            "zero_stage": 1,
+        },
+    },
+}
+
+
+def with_model(doc: dict[str, Any], **model: Any) -> dict[str, Any]:
+    out = copy.deepcopy(doc)
+    out["model"].update(model)
+    return out
+
+
+def with_layout(doc: dict[str, Any], **layout: Any) -> dict[str, Any]:
+    out = copy.deepcopy(doc)
+    out["training"]["layout"].update(layout)
+    return out
+
+
+def test_the_deepseek_v3_preset_trains_one_module_with_its_source() -> None:
+    preset = MODELS["deepseek-v3"]
+    assert preset["mtp_layers"] == 1
+    assert "§2.2" in preset["sources"]["mtp_layers"] and "§4.2" in preset["sources"]["mtp_layers"]
+    resolved = resolve(DOC)
+    assert resolved.model.mtp_layers == 1
+    assert resolved.document["model"]["mtp_layers"] == 1
+    note = next(a for a in resolved.assumptions if a["key"] == "model.mtp_layers")
+    assert note["value"] == 1 and "DeepSeek-V3 technical report §2.2" in note["source"]
+
+
+def test_module_parameters_worked_example() -> None:
+    """DeepSeek-V3's module: MLA 187.1M + router 1.8M + 257 experts of 44.0M + norms in its block, a 2h x h
+    projection and two input norms: 11.61B, 0.69B of them active (mtp_module_params docstring)."""
+    preset = MODELS["deepseek-v3"]
+    total, active = mtp_module_params(
+        hidden=preset["hidden"],
+        ffn_hidden=preset["ffn_hidden"],
+        heads=preset["heads"],
+        kv_heads=preset["kv_heads"],
+        gated_mlp=True,
+        moe=preset["moe"],
+        mla=preset["mla"],
+    )
+    assert total == pytest.approx(11.6101e9, rel=1e-4)
+    assert active == pytest.approx(0.6881e9, rel=1e-3)
+    main = resolve(with_model(DOC, mtp_layers=0)).model
+    model = resolve(DOC).model
+    assert model.params == main.params + total == pytest.approx(682.61e9, rel=1e-4)
+    assert model.active_params == main.active_params + active
+    assert model.mtp_active_params == active
+    # the routed experts of the module's MoE block are expert parameters (sharded over EP, not TP)
+    per_expert = 3 * 7168 * 2048
+    assert compute.expert_params(model=model) - compute.expert_params(model=main) == 256 * per_expert
+    assert (
+        compute.active_expert_params(model=model) - compute.active_expert_params(model=main) == 8 * per_expert
+    )
+
+
+def test_module_flops_worked_example() -> None:
+    """6 N_mtp + one layer's MLA attention core + one more pass of the shared head: 2.834e11 -> 2.941e11
+    FLOP per token at s = 4,096 (compute.model_flops_per_token docstring)."""
+    main = resolve(with_model(DOC, mtp_layers=0)).model
+    model = resolve(DOC).model
+    without = compute.model_flops_per_token(model=main, seq_len=4096)
+    with_module = compute.model_flops_per_token(model=model, seq_len=4096)
+    assert without == pytest.approx(2.834e11, rel=1e-3)
+    assert with_module == pytest.approx(2.941e11, rel=1e-3)
+    head = 6.0 * 7168 * 129280
+    block = compute.mtp_block_flops_per_token(model=model, seq_len=4096)
+    assert block == pytest.approx(6.0 * model.mtp_active_params + 6.0 * 4096 * (24576 + 16384), rel=1e-12)
+    assert with_module == pytest.approx(without + block + head, rel=1e-12)
+    assert compute.output_layer_flops_per_token(model=model) == 2.0 * head
+    assert compute.mtp_block_flops_per_token(model=main, seq_len=4096) == 0.0
+
+
+def test_pipeline_stages_worked_examples() -> None:
+    """effects.pipeline_stages docstring: DeepSeek-V3 with its module, p = 4 balanced -> 0.953; p = 16 in FP8
+    (heads at a 1.75x slower rate), 1F1B 5.40 / 4.23 -> 1.28, DualPipe 4.15 / 4.23 -> 0.98."""
+    out, block = 1.112014848e10 / 2.94099919872e11, 5.135235072e9 / 2.94099919872e11
+    p4 = pipeline_stages(layers=61, pp=4, output_layer_share=out, mtp_share=block)
+    assert p4.ends == pytest.approx(16.142 / 16.936, abs=1e-3)
+    one_f_one_b = pipeline_stages(
+        layers=61, pp=16, output_layer_share=out, mtp_share=block, output_rate_ratio=1.75
+    )
+    dual = pipeline_stages(
+        layers=61, pp=16, output_layer_share=out, mtp_share=block, output_rate_ratio=1.75, paired_ends=True
+    )
+    assert one_f_one_b.ends == pytest.approx(5.40 / 4.234, abs=2e-3)
+    assert dual.ends == pytest.approx(4.15 / 4.234, abs=2e-3)
+    # without a module and with ends that one stage absorbs, pairing changes nothing
+    assert pipeline_stages(layers=61, pp=4, output_layer_share=0.02, paired_ends=True) == pipeline_stages(
+        layers=61, pp=4, output_layer_share=0.02
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    layers=st.integers(2, 200),
+    pp=st.integers(1, 64),
+    out=st.floats(0.0, 0.3),
+    block=st.floats(0.0, 0.3),
+    ratio=st.floats(1.0, 2.5),
+    even=st.booleans(),
+)
+def test_pairing_the_ends_never_makes_the_busiest_stage_busier(
+    layers: int, pp: int, out: float, block: float, ratio: float, even: bool
+) -> None:
+    kw: dict[str, Any] = {
+        "layers": layers,
+        "pp": pp,
+        "output_layer_share": out,
+        "mtp_share": block,
+        "output_rate_ratio": ratio,
+    }
+    plain = pipeline_stages(**kw, even_split=even)
+    paired = pipeline_stages(**kw, even_split=even, paired_ends=True)
+    assert paired.ends <= plain.ends + 1e-12
+    assert 0.0 <= paired.fill <= 1.0
+
+
+@pytest.mark.parametrize("schedule", ["1f1b", "dualpipe", "interleaved"])
+def test_a_module_costs_time_and_memory_and_is_counted_in_mfu(schedule: str) -> None:
+    layout = {"schedule": schedule, "virtual_stages": 2 if schedule == "interleaved" else 1}
+    doc = with_layout(DOC, **layout)
+    if schedule == "interleaved":  # 64 microbatches, a multiple of pp
+        doc["training"]["layout"]["pp"] = 8
+        doc["training"]["global_batch_seqs"] = 16384
+    on, off = solve(doc, ranges=False), solve(with_model(doc, mtp_layers=0), ranges=False)
+    assert on["step"]["step_s"] > off["step"]["step_s"]
+    assert on["step"]["model_flops_per_token"] > off["step"]["model_flops_per_token"]
+    assert on["memory"]["weights_bytes"] > off["memory"]["weights_bytes"]
+    # MFU counts the module's work: more FLOPs in a longer step
+    ratio = on["step"]["model_flops_per_token"] / off["step"]["model_flops_per_token"]
+    assert on["step"]["mfu"] == pytest.approx(
+        off["step"]["mfu"] * ratio * off["step"]["step_s"] / on["step"]["step_s"], rel=1e-9
+    )
+    flops_note = next(a for a in on["assumptions"] if a["key"] == "step.model_flops_per_token")
+    assert "mtp_layers" in flops_note["value"] and "multi-token-prediction" in flops_note["source"]
+
+
+def test_no_module_leaves_the_document_and_the_report_as_they_were() -> None:
+    """``mtp_layers: 0`` on a model without it is the default: the same resolved document, hash and report."""
+    doc = {"model": {"preset": "llama3-8b"}, "cluster": {"node": "dgx-h100", "gpus": 64}}
+    explicit = with_model(doc, mtp_layers=0)
+    assert "mtp_layers" not in resolve(doc).document["model"]
+    assert resolve(explicit).input_hash == resolve(doc).input_hash
+    given, default = solve(explicit, ranges=False), solve(doc, ranges=False)
+    assert {k: v for k, v in given.items() if k != "assumptions"} == {
+        k: v for k, v in default.items() if k != "assumptions"
+    }
+    notes = [[a for a in r["assumptions"] if a["key"] == "model.mtp_layers"] for r in (given, default)]
+    assert [n[0]["value"] for n in notes] == [0, 0]
+    assert (notes[0][0]["source"], notes[1][0]["source"]) == ("scenario", TABLE["model.mtp_layers"].source)
+    # a resolved document solves to the same report (the key is kept only where it matters)
+    resolved = resolve(DOC)
+    assert solve(resolved.document, ranges=False)["step"] == solve(DOC, ranges=False)["step"]
+
+
+@pytest.mark.parametrize("bad", [-1, 17, 1.5, "one", True])
+def test_bad_values_name_the_field_and_the_rule(bad: Any) -> None:
+    with pytest.raises(ScenarioError) as caught:
+        resolve(with_model(DOC, mtp_layers=bad))
+    assert "model.mtp_layers" in str(caught.value)
+
+
+def test_the_field_table_row_drives_the_schema() -> None:
+    row = TABLE["model.mtp_layers"]
+    assert (row.kind, row.minimum, row.maximum, row.default) == ("integer", 0, 16, 0)
+    schema = scenario_json_schema()
+    model = next(branch for branch in schema["properties"]["model"]["anyOf"] if branch["type"] == "object")
+    prop = model["properties"]["mtp_layers"]
+    assert prop["minimum"] == 0 and prop["maximum"] == 16
