@@ -139,10 +139,12 @@ def straggler_factor(*, ranks: int, jitter: float) -> float:
 
 
 class PipelineStages(NamedTuple):
-    """The busiest stage's work factor and the fill ratio of one pipeline (``pipeline_stages``)."""
+    """The busiest stage's work factor and the fill ratio of one pipeline (``pipeline_stages``), and the
+    busiest stage's layer-time equivalents (``busiest``)."""
 
     ends: Num
     fill: Num
+    busiest: Num = 1.0
 
 
 def pipeline_stages(
@@ -154,6 +156,7 @@ def pipeline_stages(
     even_split: bool = False,
     mtp_share: float = 0.0,
     paired_ends: Num = False,
+    layer_flop_share: Num = 1.0,
 ) -> PipelineStages:
     """The ``pipeline_ends`` effect of one pipeline: ``ends``, the busiest stage's work factor, and ``fill``,
     the ratio that prices the pipeline's fill and drain, from one count of the stages' layer equivalents.
@@ -209,7 +212,9 @@ def pipeline_stages(
     rest = 1.0 - share - block_share  # the main model's layers
     e = share * layers / rest
     e_block = block_share * layers / rest
-    e_time = e * output_rate_ratio + e_block
+    # The heads and the blocks of the MTP modules are math only: in a layer's time, which also holds its
+    # per-layer passes and kernels, they weigh their FLOP time (``busiest_stage_s``).
+    e_time = (e * output_rate_ratio + e_block) * layer_flop_share
     e = e + e_block
     busiest_layers = -(-layers // pp)
     if even_split:
@@ -226,7 +231,54 @@ def pipeline_stages(
     even = busiest_layers * (layers + e) / layers
     ends = where(pp > 1, planned / even, (layers + e_time) / (layers + e))
     others = (layers + e_time - planned) / ((maximum(pp, 2) - 1.0) * planned)
-    return PipelineStages(ends=ends, fill=where(pp > 1, minimum(others, 1.0), 1.0))
+    return PipelineStages(ends=ends, fill=where(pp > 1, minimum(others, 1.0), 1.0), busiest=planned)
+
+
+def busiest_stage_s(
+    *,
+    flop_s: Num,
+    layer_s: Num,
+    layers: int,
+    pp: Num,
+    output_layer_share: float,
+    output_rate_ratio: Num = 1.0,
+    even_split: bool = False,
+    mtp_share: float = 0.0,
+    paired_ends: Num = False,
+) -> tuple[Num, Num]:
+    """The ``pipeline_ends`` effect on the busiest stage's compute time: ``(compute_s, fill)``.
+
+    ``flop_s`` is the math of the even spread's stage (``ceil(L/p)/L`` of every FLOP, the heads' included),
+    ``layer_s`` the work that goes with each of its ``ceil(L/p)`` layers whatever their FLOPs (element-wise
+    passes, MoE permutation, per-expert kernels). A layer then takes ``tau = tau_f + tau_o`` with ``tau_f =
+    flop_s / (ceil(L/p) (L+e)/L)`` and ``tau_o = layer_s / ceil(L/p)``, while the heads and the MTP blocks
+    take their FLOP time only: in layer times they weigh ``e x tau_f / tau``, and the stage planner balances
+    those (``pipeline_stages`` with ``layer_flop_share = tau_f / tau``); the busiest stage takes ``busiest x
+    tau``. Counting the heads in FLOP layer equivalents and adding every layer's own work on top would price
+    a last stage of few layers and heavy heads with a middle stage's per-layer work: a maximum of sums taken
+    as a sum of maxima. p = 1: ``(L + e_time x tau_f / tau) tau = flop_s (L + e_time)/(L + e) + layer_s``,
+    every layer and the heads on one GPU. Example: DeepSeek-V3 with its MTP module on 256 B200 (PP 16, FP8,
+    heads at a 1.76x slower BF16 rate, e = 5.42 in FLOP layer equivalents; megatron-bridge-2511): the
+    per-expert kernels, the permutation and the element-wise passes are 56% of a layer's time (6.8 of 12.5 s on
+    a 4-layer stage), so the heads weigh 2.4 layer times, under a 4-layer stage, instead of 5.4 over it.
+    """
+    share = min(max(output_layer_share, 0.0), 0.9)
+    block_share = min(max(mtp_share, 0.0), 0.9 - share)
+    ends_in_layers = (share + block_share) * layers / (1.0 - share - block_share)
+    busiest_layers = -(-layers // pp)
+    tau_f = flop_s / (busiest_layers * (layers + ends_in_layers) / layers)
+    tau = tau_f + layer_s / busiest_layers
+    stages = pipeline_stages(
+        layers=layers,
+        pp=pp,
+        output_layer_share=output_layer_share,
+        output_rate_ratio=output_rate_ratio,
+        even_split=even_split,
+        mtp_share=mtp_share,
+        paired_ends=paired_ends,
+        layer_flop_share=tau_f / tau,
+    )
+    return stages.busiest * tau, stages.fill
 
 
 def permutation_bytes(

@@ -11,6 +11,7 @@ Composition (each term is documented, with its source, in the module that comput
     compute_s   = busiest stage's FLOPs (model + recompute) / roofline rate        solvers.compute
                   + elementwise HBM time over its activations (4-6 passes)       solvers.compute, memory
                   rate = peak[precision] x efficiency x precision factor          catalog.calibration
+                  heads on the last stage: busiest stage in layer times          effects.busiest_stage_s
     comm_s_x    = exchange x alone on the links its group crosses               solvers.exchanges
     hidden_x    = min(overlap_x * comm_s_x, window_x)                          seed 004 §5.4
                   x compute_s / max(sum_x hidden_x, compute_s)   (all together never exceed compute)
@@ -309,18 +310,6 @@ def _step(
         else rate
     )
     fill: Num = 1.0
-    if fx.pipeline_ends:
-        # Output layer (own rate) and MTP modules on the last stage; fill and drain cross the lighter stages.
-        ends, fill = effects.pipeline_stages(
-            layers=L,
-            pp=pp,
-            output_layer_share=output_flops_per_token / flops_per_token,
-            output_rate_ratio=rate / rate_bf16,
-            even_split=training.pipeline_split == "even",
-            mtp_share=compute.mtp_block_flops_per_token(model=model, seq_len=s) / flops_per_token,
-            paired_ends=schedule == pipeline.DUALPIPE,
-        )
-        hw_flops_gpu = hw_flops_gpu * ends
     hbm = acc.hbm_tb_s * TFLOPS
     gemm_bytes = _gemm_element_bytes(precision)
     microbatch_tokens = b * s / cp
@@ -394,7 +383,8 @@ def _step(
         sequence_parallel=lay.sequence_parallel,
         scores=scores,
     )
-    compute_s = compute_s + compute.elementwise_time_s(
+    # ``layer_s``: what each layer of the stage costs besides its math (the pipeline_ends effect weighs it).
+    layer_s = compute.elementwise_time_s(
         activation_bytes=m * microbatch_tokens * layers_busiest * traffic_per_token_layer,
         full_recompute=full_recompute,
         hbm_bytes_s=hbm,
@@ -403,7 +393,7 @@ def _step(
         compute_s = compute_s + attention_extra
     if fx.unfused_elementwise and training.fused_elementwise is False:
         # Eager mode: every norm, rotary and SwiGLU op reads and writes HBM on its own.
-        compute_s = compute_s + effects.unfused_elementwise_time_s(
+        layer_s = layer_s + effects.unfused_elementwise_time_s(
             bytes_per_pass=m
             * microbatch_tokens
             * layers_busiest
@@ -412,8 +402,7 @@ def _step(
             hbm_bytes_s=hbm,
         )
     if bf16_islands and not fx.pipeline_ends:
-        # Without pipeline_ends the output layer is spread evenly over the stages; with it, its BF16 rate is
-        # already in the pipeline-ends factor above.
+        # Without pipeline_ends the output layer is spread evenly; with it busiest_stage_s prices its BF16 rate.
         compute_s = compute_s + effects.output_layer_bf16_extra_s(
             output_flops=output_flops_per_token * tokens_per_gpu * stage_share,
             dense_rate=dense_rate,
@@ -421,24 +410,35 @@ def _step(
             rate_bf16=rate_bf16,
         )
     if fx.moe_overhead and moe is not None:
-        compute_s = (
-            compute_s
-            + effects.permutation_bytes(
-                tokens=m * microbatch_tokens / tp,
-                top_k=moe.top_k,
-                hidden=h,
-                element_bytes=exchanges.activation_element_bytes(precision=precision),
-                moe_layers=layers_busiest * moe_share,
-            )
-            / hbm
+        permuted = effects.permutation_bytes(
+            tokens=m * microbatch_tokens / tp,
+            top_k=moe.top_k,
+            hidden=h,
+            element_bytes=exchanges.activation_element_bytes(precision=precision),
+            moe_layers=layers_busiest * moe_share,
         )
+        layer_s = layer_s + permuted / hbm
     if fx.expert_kernels and moe is not None:
-        compute_s = compute_s + effects.expert_kernels_s(
+        layer_s = layer_s + effects.expert_kernels_s(
             local_experts=moe.experts / ep,
             moe_layers=layers_busiest * moe_share,
             microbatches=m,
             per_expert_s=fx.expert_kernel_s,
         )
+    if fx.pipeline_ends:  # output layer (own rate) and MTP modules on the last stage; fill crosses the rest
+        compute_s, fill = effects.busiest_stage_s(
+            flop_s=compute_s,
+            layer_s=layer_s,
+            layers=L,
+            pp=pp,
+            output_layer_share=output_flops_per_token / flops_per_token,
+            output_rate_ratio=rate / rate_bf16,
+            even_split=training.pipeline_split == "even",
+            mtp_share=compute.mtp_block_flops_per_token(model=model, seq_len=s) / flops_per_token,
+            paired_ends=schedule == pipeline.DUALPIPE,
+        )
+    else:
+        compute_s = compute_s + layer_s
     if fx.stragglers:
         compute_s = compute_s * effects.straggler_factor(ranks=gpus, jitter=fx.jitter)
     microbatch_s = compute_s / m

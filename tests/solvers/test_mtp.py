@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from solvers import compute
 from solvers.catalog import MODELS
-from solvers.effects import pipeline_stages
+from solvers.effects import busiest_stage_s, pipeline_stages
 from solvers.entry import solve
 from solvers.errors import ScenarioError
 from solvers.inputs import resolve
@@ -205,3 +205,64 @@ def test_the_field_table_row_drives_the_schema() -> None:
     model = next(branch for branch in schema["properties"]["model"]["anyOf"] if branch["type"] == "object")
     prop = model["properties"]["mtp_layers"]
     assert prop["minimum"] == 0 and prop["maximum"] == 16
+
+
+def test_busiest_stage_weighs_the_heads_in_layer_times() -> None:
+    """``busiest_stage_s``: with no per-layer work it is the FLOP layer-equivalent planner (``flop_s x ends``);
+    per-layer work makes a layer longer, so heads of the same FLOPs weigh fewer layer times; p = 1 is every
+    layer and the heads on one GPU."""
+    out, block = 1.112014848e10 / 2.94099919872e11, 5.135235072e9 / 2.94099919872e11
+    kw: dict[str, Any] = {
+        "layers": 61,
+        "pp": 16,
+        "output_layer_share": out,
+        "mtp_share": block,
+        "output_rate_ratio": 1.76,
+    }
+    flops_only, fill = busiest_stage_s(flop_s=10.0, layer_s=0.0, **kw)
+    stages = pipeline_stages(**kw)
+    assert flops_only == pytest.approx(10.0 * stages.ends, rel=1e-12) and fill == stages.fill
+    # layers that spend 40% of their time outside their math: the heads' stage (5.42 FLOP layer equivalents,
+    # 3.25 layer times) is no longer the busiest; the balanced planner's (61 + 3.25) / 16 = 4.02 layer times is
+    rest = 1.0 - out - block
+    e_out, e_block = out * 61 / rest, block * 61 / rest
+    tau_f = 10.0 / (4 * (61 + e_out + e_block) / 61)
+    layer_s = 4 * tau_f * (0.4 / 0.6)
+    e_time = (e_out * 1.76 + e_block) * 0.6
+    assert e_out * 1.76 + e_block == pytest.approx(5.42, abs=0.01) and e_time == pytest.approx(3.25, abs=0.01)
+    with_layers, _ = busiest_stage_s(flop_s=10.0, layer_s=layer_s, **kw)
+    assert with_layers == pytest.approx(max(4.0, (61 + e_time) / 16, e_time) * tau_f / 0.6, rel=1e-12)
+    assert with_layers < 10.0 * stages.ends + layer_s
+    single, fill_one = busiest_stage_s(flop_s=10.0, layer_s=3.0, **{**kw, "pp": 1})
+    one = pipeline_stages(**{**kw, "pp": 1})
+    assert single == pytest.approx(10.0 * one.ends + 3.0, rel=1e-12) and fill_one == 1.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    layers=st.integers(2, 200),
+    pp=st.integers(1, 64),
+    out=st.floats(0.0, 0.3),
+    block=st.floats(0.0, 0.3),
+    flop_s=st.floats(1e-3, 100.0),
+    layer_s=st.floats(0.0, 100.0),
+    even=st.booleans(),
+)
+def test_the_busiest_stage_is_never_below_a_middle_stage_nor_above_the_sum(
+    layers: int, pp: int, out: float, block: float, flop_s: float, layer_s: float, even: bool
+) -> None:
+    """Bounds of the max-of-sums: at least a ``ceil(L/p)``-layer stage without heads, at most that stage's
+    work with the FLOP-equivalent heads' factor on its math and all its per-layer work on top (the old sum)."""
+    kw: dict[str, Any] = {"layers": layers, "pp": pp, "output_layer_share": out, "mtp_share": block}
+    got, _ = busiest_stage_s(flop_s=flop_s, layer_s=layer_s, even_split=even, **kw)
+    ends = pipeline_stages(even_split=even, **kw).ends
+    busiest = -(-layers // pp)
+    e = (
+        (min(out, 0.9) + min(block, 0.9 - min(out, 0.9)))
+        * layers
+        / (1.0 - min(out, 0.9) - min(block, 0.9 - min(out, 0.9)))
+    )
+    middle = flop_s * busiest / (busiest * (layers + e) / layers) + layer_s
+    assert got <= flop_s * ends + layer_s + 1e-9 * (flop_s + layer_s)
+    if pp > 1:
+        assert got >= middle - 1e-9 * (flop_s + layer_s)
