@@ -147,6 +147,16 @@ class PipelineStages(NamedTuple):
     busiest: Num = 1.0
 
 
+def end_layer_equivalents(*, layers: int, output_layer_share: float, mtp_share: float) -> tuple[float, float]:
+    """The last stage's heads and MTP blocks in layer equivalents of FLOPs, ``(e_heads, e_blocks)``: each share
+    of the FLOPs per token over the main model's layers' share, times ``L`` (shares clipped to 0.9 in all).
+    Example: DeepSeek-V3 with its module at 4K: 0.0378 and 0.0175 of the FLOPs -> 2.44 and 1.13."""
+    share = min(max(output_layer_share, 0.0), 0.9)
+    block_share = min(max(mtp_share, 0.0), 0.9 - share)
+    rest = 1.0 - share - block_share  # the main model's layers
+    return share * layers / rest, block_share * layers / rest
+
+
 def pipeline_stages(
     *,
     layers: int,
@@ -207,11 +217,9 @@ def pipeline_stages(
     r = (128.164 - 2.164) / (63 x 2.164) = 0.924, a 1F1B bubble 7.6% shorter than ``(p - 1) t_max``.
     Nemotron-4 340B at p = 4, balanced: B = 24.32 = W / 4 -> r = 1.0.
     """
-    share = min(max(output_layer_share, 0.0), 0.9)
-    block_share = min(max(mtp_share, 0.0), 0.9 - share)
-    rest = 1.0 - share - block_share  # the main model's layers
-    e = share * layers / rest
-    e_block = block_share * layers / rest
+    e, e_block = end_layer_equivalents(
+        layers=layers, output_layer_share=output_layer_share, mtp_share=mtp_share
+    )
     # The heads and the blocks of the MTP modules are math only: in a layer's time, which also holds its
     # per-layer passes and kernels, they weigh their FLOP time (``busiest_stage_s``).
     e_time = (e * output_rate_ratio + e_block) * layer_flop_share
@@ -262,11 +270,11 @@ def busiest_stage_s(
     per-expert kernels, the permutation and the element-wise passes are 56% of a layer's time (6.8 of 12.5 s on
     a 4-layer stage), so the heads weigh 2.4 layer times, under a 4-layer stage, instead of 5.4 over it.
     """
-    share = min(max(output_layer_share, 0.0), 0.9)
-    block_share = min(max(mtp_share, 0.0), 0.9 - share)
-    ends_in_layers = (share + block_share) * layers / (1.0 - share - block_share)
+    e, e_block = end_layer_equivalents(
+        layers=layers, output_layer_share=output_layer_share, mtp_share=mtp_share
+    )
     busiest_layers = -(-layers // pp)
-    tau_f = flop_s / (busiest_layers * (layers + ends_in_layers) / layers)
+    tau_f = flop_s / (busiest_layers * (layers + (e + e_block)) / layers)
     tau = tau_f + layer_s / busiest_layers
     stages = pipeline_stages(
         layers=layers,
