@@ -101,7 +101,7 @@ def expert_params(*, model: ModelSpec) -> float:
     (a multi-token-prediction module's block is an MoE layer in an MoE model, ``mtp_module_params``).
 
     Example: DeepSeek-V3, 58 x 256 x 3 x 7,168 x 2,048 = 654.0e9 of its 671e9 parameters (main model;
-    with its one MTP module, 59 x ... = 665.3e9 of 682.6e9).
+    with its one MTP module, 59 x ... = 665.2e9 of 682.6e9).
     Shared experts are counted with the dense (replicated) parameters.
     """
     moe = model.moe
@@ -160,8 +160,8 @@ def mtp_block_flops_per_token(*, model: ModelSpec, seq_len: int) -> float:
     ``N_mtp`` is the modules' active parameters (projection, norms, block). All on the last pipeline stage
     (DeepSeek-V3 §2.2; Megatron-Core builds the MTP block with the last stage). 0 without MTP.
 
-    Example: DeepSeek-V3 (D = 1, N_mtp = 0.6897e9 active) at s = 4,096: 6 x 0.6897e9 + 6.14e10 / 61 = 4.14e9
-    + 1.01e9 = 5.15e9 FLOP per token; with the head's 5.56e9 the module adds 1.07e10, 3.6% of the 2.94e11 of
+    Example: DeepSeek-V3 (D = 1, N_mtp = 0.6881e9 active) at s = 4,096: 6 x 0.6881e9 + 6.14e10 / 61 = 4.13e9
+    + 1.01e9 = 5.14e9 FLOP per token; with the head's 5.56e9 the module adds 1.07e10, 3.6% of the 2.94e11 of
     the whole model.
     """
     if not model.mtp_layers:
@@ -224,6 +224,11 @@ def stage_layer_share(*, layers: int, pp: Num) -> Num:
 def busiest_stage_layers(*, layers: int, pp: Num) -> Num:
     """Layers on the busiest stage: ``ceil(L / pp)``."""
     return -(-layers // pp)
+
+
+def gemm_element_bytes(precision: str) -> float:
+    """Bytes of one GEMM operand element at the training precision: FP8 1, FP32 4, BF16/FP16 2."""
+    return {"fp8": 1.0, "fp32": 4.0}.get(precision, 2.0)
 
 
 def gemm_intensity_flop_per_byte(*, rows: Num, inner: Num, cols: Num, element_bytes: float) -> Num:

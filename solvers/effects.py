@@ -140,19 +140,20 @@ def straggler_factor(*, ranks: int, jitter: float) -> float:
 
 class PipelineStages(NamedTuple):
     """The busiest stage's work factor and the fill ratio of one pipeline (``pipeline_stages``), and the
-    busiest stage's layer-time equivalents (``busiest``)."""
+    busiest stage's layer-time equivalents (``busiest``). ``ends`` is a factor on FLOPs, meaningful at
+    ``layer_flop_share`` 1 (the planner in FLOP layer equivalents); ``busiest_stage_s`` reads ``busiest``."""
 
     ends: Num
     fill: Num
     busiest: Num = 1.0
 
 
-def end_layer_equivalents(*, layers: int, output_layer_share: float, mtp_share: float) -> tuple[float, float]:
+def end_layer_equivalents(*, layers: int, output_layer_share: Num, mtp_share: Num) -> tuple[Num, Num]:
     """The last stage's heads and MTP blocks in layer equivalents of FLOPs, ``(e_heads, e_blocks)``: each share
     of the FLOPs per token over the main model's layers' share, times ``L`` (shares clipped to 0.9 in all).
     Example: DeepSeek-V3 with its module at 4K: 0.0378 and 0.0175 of the FLOPs -> 2.44 and 1.13."""
-    share = min(max(output_layer_share, 0.0), 0.9)
-    block_share = min(max(mtp_share, 0.0), 0.9 - share)
+    share = minimum(maximum(output_layer_share, 0.0), 0.9)
+    block_share = minimum(maximum(mtp_share, 0.0), 0.9 - share)
     rest = 1.0 - share - block_share  # the main model's layers
     return share * layers / rest, block_share * layers / rest
 
@@ -161,12 +162,13 @@ def pipeline_stages(
     *,
     layers: int,
     pp: Num,
-    output_layer_share: float,
+    output_layer_share: Num,
     output_rate_ratio: Num = 1.0,
     even_split: bool = False,
-    mtp_share: float = 0.0,
+    mtp_share: Num = 0.0,
     paired_ends: Num = False,
     layer_flop_share: Num = 1.0,
+    mtp_layers: int = 0,
 ) -> PipelineStages:
     """The ``pipeline_ends`` effect of one pipeline: ``ends``, the busiest stage's work factor, and ``fill``,
     the ratio that prices the pipeline's fill and drain, from one count of the stages' layer equivalents.
@@ -179,10 +181,10 @@ def pipeline_stages(
 
     ``mtp_share``: the multi-token-prediction blocks' FLOPs (``compute.mtp_block_flops_per_token``) over the
     FLOPs per token, on the last stage with the output layer (whose share then holds the heads of the modules
-    too), at the layers' rate. Example: DeepSeek-V3 (L = 61, D = 1, s = 4,096): heads 1.11e10 and block 5.15e9
+    too), at the layers' rate. Example: DeepSeek-V3 (L = 61, D = 1, s = 4,096): heads 1.11e10 and block 5.14e9
     of 2.94e11 FLOP per token -> e = 2.44 + 1.13 = 3.57 layer equivalents; p = 4, balanced: busiest
     max(16, 64.57 / 4 = 16.14, 3.57) = 16.14 against 16 x 64.57 / 61 = 16.94 -> 0.953 (without the module
-    e = 1.20 and 0.980, of 3.7% fewer FLOPs per token); even split: 13 + 3.57 = 16.57 -> 0.978.
+    e = 1.22 and 0.980, of 3.6% fewer FLOPs per token); even split: 13 + 3.57 = 16.57 -> 0.978.
 
     ``paired_ends`` (the DualPipe schedule): each rank holds stage ``i`` of one copy of the model and stage
     ``p - 1 - i`` of the other, so the rank with the last stage's heads also holds the first stage, whose
@@ -192,6 +194,10 @@ def pipeline_stages(
     ``max(ceil(L/p), (ceil(L/p) + last + e) / 2)`` with an even split. Example: DeepSeek-V3 in FP8 with its
     MTP module, p = 16, heads at a 1.75x slower BF16 rate: e = 2.44 x 1.75 + 1.13 = 5.40; 1F1B max(4, 4.15,
     5.40) = 5.40 against 4.23 -> 1.28; DualPipe max(4, 4.15, 2.70) = 4.15 -> 0.98.
+
+    ``layer_flop_share`` and ``mtp_layers`` (``busiest_stage_s``): the share of a layer's time that is math;
+    below 1 the heads weigh their math only and each MTP block its math and one layer's other work, so
+    ``e_time = (e_heads x ratio + e_blocks) x share + mtp_layers x (1 - share)`` in layer times.
 
     ``even_split`` (``training.pipeline_split: even``): no planner; every stage holds ``ceil(L/p)`` layers and
     the last the rest, ``L - (p-1) ceil(L/p)``, with the output layer on top, so the busiest holds
@@ -220,18 +226,16 @@ def pipeline_stages(
     e, e_block = end_layer_equivalents(
         layers=layers, output_layer_share=output_layer_share, mtp_share=mtp_share
     )
-    # The heads and the blocks of the MTP modules are math only: in a layer's time, which also holds its
-    # per-layer passes and kernels, they weigh their FLOP time (``busiest_stage_s``).
-    e_time = (e * output_rate_ratio + e_block) * layer_flop_share
+    # In a layer's time, which also holds its per-layer passes and kernels (``busiest_stage_s``), the heads
+    # weigh their math only; each MTP block is a layer, its math at its own size and one layer's other work.
+    e_time = (e * output_rate_ratio + e_block) * layer_flop_share + mtp_layers * (1.0 - layer_flop_share)
     e = e + e_block
     busiest_layers = -(-layers // pp)
     if even_split:
         last = maximum(layers - (pp - 1) * busiest_layers, 0)
-        planned = where(
-            paired_ends,
-            maximum(busiest_layers * 1.0, (busiest_layers + last + e_time) / 2.0),
-            maximum(busiest_layers * 1.0, last + e_time),
-        )
+        alone = maximum(busiest_layers * 1.0, last + e_time)
+        paired = maximum(busiest_layers * 1.0, (busiest_layers + last + e_time) / 2.0)
+        planned = where(pp > 1, where(paired_ends, paired, alone), alone)
     else:
         planned = maximum(
             maximum(busiest_layers * 1.0, (layers + e_time) / pp), where(paired_ends, e_time / 2.0, e_time)
@@ -248,28 +252,37 @@ def busiest_stage_s(
     layer_s: Num,
     layers: int,
     pp: Num,
-    output_layer_share: float,
+    per_token: tuple[float, Num, float, float],
     output_rate_ratio: Num = 1.0,
     even_split: bool = False,
-    mtp_share: float = 0.0,
     paired_ends: Num = False,
+    mtp_layers: int = 0,
 ) -> tuple[Num, Num]:
     """The ``pipeline_ends`` effect on the busiest stage's compute time: ``(compute_s, fill)``.
 
-    ``flop_s`` is the math of the even spread's stage (``ceil(L/p)/L`` of every FLOP, the heads' included),
-    ``layer_s`` the work that goes with each of its ``ceil(L/p)`` layers whatever their FLOPs (element-wise
-    passes, MoE permutation, per-expert kernels). A layer then takes ``tau = tau_f + tau_o`` with ``tau_f =
-    flop_s / (ceil(L/p) (L+e)/L)`` and ``tau_o = layer_s / ceil(L/p)``, while the heads and the MTP blocks
-    take their FLOP time only: in layer times they weigh ``e x tau_f / tau``, and the stage planner balances
-    those (``pipeline_stages`` with ``layer_flop_share = tau_f / tau``); the busiest stage takes ``busiest x
-    tau``. Counting the heads in FLOP layer equivalents and adding every layer's own work on top would price
+    ``per_token`` is ``(F, R, O, M)``: the model FLOPs, the recompute FLOPs, the output heads' and the MTP
+    blocks' FLOPs per token (``solvers.compute``). The heads are never recomputed and the blocks as much as
+    the layers, so their shares of the hardware FLOPs are ``O / (F + R)`` and ``M (F - O + R) / ((F - O)
+    (F + R))`` (a layer's time holds its recompute). ``flop_s`` is the math of the even spread's stage
+    (``ceil(L/p)/L`` of every hardware FLOP, the heads' included), ``layer_s`` the work that goes with each of its
+    ``ceil(L/p)`` layers whatever their FLOPs (element-wise passes, MoE permutation, per-expert kernels). A
+    layer then takes ``tau = tau_f + tau_o`` with ``tau_f = flop_s / (ceil(L/p) (L+e)/L)`` and ``tau_o =
+    layer_s / ceil(L/p)``, while the heads take their FLOP time only and each of the ``mtp_layers`` blocks its
+    FLOP time and one layer's ``tau_o``: in layer times they weigh ``(e_heads x ratio + e_blocks) tau_f / tau
+    + mtp_layers tau_o / tau``, and the stage planner balances those (``pipeline_stages`` with
+    ``layer_flop_share = tau_f / tau``); the busiest stage takes ``busiest x tau``. Counting the heads in FLOP layer equivalents and adding every layer's own work on top would price
     a last stage of few layers and heavy heads with a middle stage's per-layer work: a maximum of sums taken
     as a sum of maxima. p = 1: ``(L + e_time x tau_f / tau) tau = flop_s (L + e_time)/(L + e) + layer_s``,
     every layer and the heads on one GPU. Example: DeepSeek-V3 with its MTP module on 256 B200 (PP 16, FP8,
     heads at a 1.76x slower BF16 rate, e = 5.42 in FLOP layer equivalents; megatron-bridge-2511): the
-    per-expert kernels, the permutation and the element-wise passes are 56% of a layer's time (6.8 of 12.5 s on
-    a 4-layer stage), so the heads weigh 2.4 layer times, under a 4-layer stage, instead of 5.4 over it.
+    per-expert kernels, the permutation and the element-wise passes are 56% of a layer's time, so the heads
+    and the module's block, 5.41 FLOP layer equivalents, weigh 5.41 x 0.44 + 1 x 0.56 = 2.9 layer times, under
+    a 4-layer stage, instead of 5.4 over it.
     """
+    model_flops, recompute_flops, head_flops, block_flops = per_token
+    hardware = model_flops + recompute_flops
+    output_layer_share = head_flops / hardware
+    mtp_share = block_flops * (hardware - head_flops) / (model_flops - head_flops) / hardware
     e, e_block = end_layer_equivalents(
         layers=layers, output_layer_share=output_layer_share, mtp_share=mtp_share
     )
@@ -284,7 +297,8 @@ def busiest_stage_s(
         even_split=even_split,
         mtp_share=mtp_share,
         paired_ends=paired_ends,
-        layer_flop_share=tau_f / tau,
+        layer_flop_share=tau_f / maximum(tau, 1e-300),  # an empty stage (tau 0) takes 0 s, not 0 / 0
+        mtp_layers=mtp_layers,
     )
     return stages.busiest * tau, stages.fill
 

@@ -150,10 +150,6 @@ _FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(StepColumns))
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _gemm_element_bytes(precision: str) -> float:
-    return {"fp8": 1.0, "fp32": 4.0}.get(precision, 2.0)
-
-
 def _unfused_bytes_per_token_layer(
     *, model: ModelSpec, tp: Num, etp: Num, lay: Layout | LayoutBatch, precision: str
 ) -> Num:
@@ -292,6 +288,7 @@ def _step(
     hw_flops_gpu = (flops_per_token + recompute_per_token) * tokens_per_gpu * stage_share
     fx = training.effects
     output_flops_per_token = compute.output_layer_flops_per_token(model=model)
+    mtp_flops_per_token = compute.mtp_block_flops_per_token(model=model, seq_len=s)
 
     peak = acc.peak_tflops.get(precision, acc.peak_tflops.get("bf16", 1.0)) * TFLOPS
     peak_bf16 = acc.peak_tflops.get("bf16", acc.peak_tflops.get(precision, 1.0)) * TFLOPS
@@ -311,7 +308,7 @@ def _step(
     )
     fill: Num = 1.0
     hbm = acc.hbm_tb_s * TFLOPS
-    gemm_bytes = _gemm_element_bytes(precision)
+    gemm_bytes = compute.gemm_element_bytes(precision)
     microbatch_tokens = b * s / cp
     dense_intensity = compute.gemm_intensity_flop_per_byte(
         rows=microbatch_tokens, inner=h, cols=model.ffn_hidden / tp, element_bytes=gemm_bytes
@@ -431,11 +428,11 @@ def _step(
             layer_s=layer_s,
             layers=L,
             pp=pp,
-            output_layer_share=output_flops_per_token / flops_per_token,
+            per_token=(flops_per_token, recompute_per_token, output_flops_per_token, mtp_flops_per_token),
             output_rate_ratio=rate / rate_bf16,
             even_split=training.pipeline_split == "even",
-            mtp_share=compute.mtp_block_flops_per_token(model=model, seq_len=s) / flops_per_token,
             paired_ends=schedule == pipeline.DUALPIPE,
+            mtp_layers=model.mtp_layers,
         )
     else:
         compute_s = compute_s + layer_s

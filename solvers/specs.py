@@ -75,7 +75,9 @@ class ModelSpec:
     dropout: bool = True  # dropout after attention and MLP (and on the attention probabilities) is stored
     mla: MLASpec | None = None  # Multi-head Latent Attention in place of (grouped-query) multi-head attention
     mtp_layers: int = 0  # multi-token-prediction modules (DeepSeek-V3 §2.2), each on the last pipeline stage
-    mtp_active_params: float = 0.0  # the part of active_params in those modules (solvers.compute.mtp_params)
+    mtp_active_params: float = (
+        0.0  # the part of active_params in those modules (inputs.model.mtp_module_params)
+    )
 
 
 class PeakTflops(Mapping[str, float]):

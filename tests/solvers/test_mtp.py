@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from solvers import compute
 from solvers.catalog import MODELS
-from solvers.effects import busiest_stage_s, pipeline_stages
+from solvers.effects import busiest_stage_s, end_layer_equivalents, pipeline_stages
 from solvers.entry import solve
 from solvers.errors import ScenarioError
 from solvers.inputs import resolve
@@ -207,35 +207,60 @@ def test_the_field_table_row_drives_the_schema() -> None:
     assert prop["minimum"] == 0 and prop["maximum"] == 16
 
 
+# DeepSeek-V3 with its module at 4K, per token: model FLOPs, no recompute, both heads, the module's block.
+PER_TOKEN = (2.94099919872e11, 0.0, 1.112014848e10, 5.135235072e9)
+
+
 def test_busiest_stage_weighs_the_heads_in_layer_times() -> None:
     """``busiest_stage_s``: with no per-layer work it is the FLOP layer-equivalent planner (``flop_s x ends``);
-    per-layer work makes a layer longer, so heads of the same FLOPs weigh fewer layer times; p = 1 is every
-    layer and the heads on one GPU."""
-    out, block = 1.112014848e10 / 2.94099919872e11, 5.135235072e9 / 2.94099919872e11
-    kw: dict[str, Any] = {
-        "layers": 61,
-        "pp": 16,
-        "output_layer_share": out,
-        "mtp_share": block,
-        "output_rate_ratio": 1.76,
-    }
-    flops_only, fill = busiest_stage_s(flop_s=10.0, layer_s=0.0, **kw)
-    stages = pipeline_stages(**kw)
-    assert flops_only == pytest.approx(10.0 * stages.ends, rel=1e-12) and fill == stages.fill
-    # layers that spend 40% of their time outside their math: the heads' stage (5.42 FLOP layer equivalents,
-    # 3.25 layer times) is no longer the busiest; the balanced planner's (61 + 3.25) / 16 = 4.02 layer times is
+    per-layer work makes a layer longer, so heads of the same FLOPs weigh fewer layer times, while each MTP
+    block still carries one layer's per-layer work; p = 1 is every layer and the heads on one GPU."""
+    f, _, o, m = PER_TOKEN
+    out, block = o / f, m / f
+    kw: dict[str, Any] = {"layers": 61, "pp": 16, "output_rate_ratio": 1.76}
+    flops_only, fill = busiest_stage_s(flop_s=10.0, layer_s=0.0, per_token=PER_TOKEN, mtp_layers=1, **kw)
+    stages = pipeline_stages(output_layer_share=out, mtp_share=block, **kw)
+    assert flops_only == pytest.approx(10.0 * stages.ends, rel=1e-12) and fill == pytest.approx(stages.fill)
+    # layers that spend 40% of their time outside their math: the heads and block (5.42 FLOP layer
+    # equivalents) weigh (4.29 + 1.13) x 0.6 + 0.4 = 3.65 layer times, under the balanced (61 + 3.65) / 16
     rest = 1.0 - out - block
     e_out, e_block = out * 61 / rest, block * 61 / rest
     tau_f = 10.0 / (4 * (61 + e_out + e_block) / 61)
     layer_s = 4 * tau_f * (0.4 / 0.6)
-    e_time = (e_out * 1.76 + e_block) * 0.6
-    assert e_out * 1.76 + e_block == pytest.approx(5.42, abs=0.01) and e_time == pytest.approx(3.25, abs=0.01)
-    with_layers, _ = busiest_stage_s(flop_s=10.0, layer_s=layer_s, **kw)
-    assert with_layers == pytest.approx(max(4.0, (61 + e_time) / 16, e_time) * tau_f / 0.6, rel=1e-12)
+    e_time = (e_out * 1.76 + e_block) * 0.6 + 1 * 0.4
+    assert e_out * 1.76 + e_block == pytest.approx(5.42, abs=0.01) and e_time == pytest.approx(3.65, abs=0.01)
+    with_layers, _ = busiest_stage_s(flop_s=10.0, layer_s=layer_s, per_token=PER_TOKEN, mtp_layers=1, **kw)
+    assert with_layers == pytest.approx(max(4.0, (61 + e_time) / 16, e_time) * tau_f / 0.6, rel=1e-9)
     assert with_layers < 10.0 * stages.ends + layer_s
-    single, fill_one = busiest_stage_s(flop_s=10.0, layer_s=3.0, **{**kw, "pp": 1})
-    one = pipeline_stages(**{**kw, "pp": 1})
+    single, fill_one = busiest_stage_s(flop_s=10.0, layer_s=3.0, per_token=PER_TOKEN, **{**kw, "pp": 1})
+    one = pipeline_stages(output_layer_share=out, mtp_share=block, **{**kw, "pp": 1})
     assert single == pytest.approx(10.0 * one.ends + 3.0, rel=1e-12) and fill_one == 1.0
+    # an empty stage takes no time (no 0 / 0)
+    assert busiest_stage_s(flop_s=0.0, layer_s=0.0, per_token=PER_TOKEN, **kw)[0] == 0.0
+
+
+def test_the_heads_are_not_recomputed() -> None:
+    """Shares of the hardware FLOPs: with recompute the layers (and the MTP block) grow and the heads do
+    not, so the heads weigh fewer layer equivalents than their share of the model FLOPs says."""
+    f, _, o, m = PER_TOKEN
+    recompute = f / 3.0  # full recompute: one more forward of everything but the heads, roughly
+    plain = busiest_stage_s(flop_s=10.0, layer_s=0.0, layers=61, pp=16, per_token=PER_TOKEN)[0]
+    rerun = busiest_stage_s(flop_s=10.0, layer_s=0.0, layers=61, pp=16, per_token=(f, recompute, o, m))[0]
+    assert rerun != plain
+    hardware = f + recompute
+    e_out, e_block = end_layer_equivalents(
+        layers=61, output_layer_share=o / hardware, mtp_share=m * (hardware - o) / (f - o) / hardware
+    )
+    layer_hw = (hardware - o - m * (hardware - o) / (f - o)) / 61
+    assert e_out == pytest.approx(o / layer_hw, rel=1e-12) and e_block == pytest.approx(
+        m * (hardware - o) / (f - o) / layer_hw, rel=1e-12
+    )
+
+
+def test_paired_even_split_at_one_stage_keeps_the_heads() -> None:
+    """At p = 1 there is no pair: the one stage holds every layer and the whole heads."""
+    kw: dict[str, Any] = {"layers": 61, "pp": 1, "output_layer_share": 0.2, "even_split": True}
+    assert pipeline_stages(paired_ends=True, **kw).busiest == pipeline_stages(**kw).busiest
 
 
 @settings(max_examples=60, deadline=None)
@@ -247,22 +272,29 @@ def test_busiest_stage_weighs_the_heads_in_layer_times() -> None:
     flop_s=st.floats(1e-3, 100.0),
     layer_s=st.floats(0.0, 100.0),
     even=st.booleans(),
+    paired=st.booleans(),
 )
 def test_the_busiest_stage_is_never_below_a_middle_stage_nor_above_the_sum(
-    layers: int, pp: int, out: float, block: float, flop_s: float, layer_s: float, even: bool
+    layers: int, pp: int, out: float, block: float, flop_s: float, layer_s: float, even: bool, paired: bool
 ) -> None:
     """Bounds of the max-of-sums: at least a ``ceil(L/p)``-layer stage without heads, at most that stage's
     work with the FLOP-equivalent heads' factor on its math and all its per-layer work on top (the old sum)."""
-    kw: dict[str, Any] = {"layers": layers, "pp": pp, "output_layer_share": out, "mtp_share": block}
-    got, _ = busiest_stage_s(flop_s=flop_s, layer_s=layer_s, even_split=even, **kw)
-    ends = pipeline_stages(even_split=even, **kw).ends
-    busiest = -(-layers // pp)
-    e = (
-        (min(out, 0.9) + min(block, 0.9 - min(out, 0.9)))
-        * layers
-        / (1.0 - min(out, 0.9) - min(block, 0.9 - min(out, 0.9)))
+    per_token = (1.0, 0.0, out, block)
+    got, _ = busiest_stage_s(
+        flop_s=flop_s,
+        layer_s=layer_s,
+        layers=layers,
+        pp=pp,
+        per_token=per_token,
+        even_split=even,
+        paired_ends=paired,
     )
-    middle = flop_s * busiest / (busiest * (layers + e) / layers) + layer_s
+    ends = pipeline_stages(
+        layers=layers, pp=pp, output_layer_share=out, mtp_share=block, even_split=even, paired_ends=paired
+    ).ends
+    busiest = -(-layers // pp)
+    e_out, e_block = end_layer_equivalents(layers=layers, output_layer_share=out, mtp_share=block)
+    middle = flop_s * busiest / (busiest * (layers + e_out + e_block) / layers) + layer_s
     assert got <= flop_s * ends + layer_s + 1e-9 * (flop_s + layer_s)
     if pp > 1:
         assert got >= middle - 1e-9 * (flop_s + layer_s)

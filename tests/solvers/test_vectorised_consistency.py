@@ -13,9 +13,12 @@ import numpy as np
 import pytest
 
 from solvers.engine import StepColumns, check_layouts, evaluate, evaluate_one, layout_rule_codes
+from solvers.inputs import resolve
 from solvers.layout import Layout
 from solvers.specs import ClusterSpec, EffectsSpec, LayoutBatch, ModelSpec, OverlapSpec, TrainingSpec
 from tests.solvers.test_engine import DEEPSEEK_V3, LLAMA3_405B, catalog_cluster, training
+
+DEEPSEEK_V3_MTP = resolve({"model": {"preset": "deepseek-v3"}}).model
 
 LAYOUT_FIELDS = tuple(f.name for f in fields(LayoutBatch))
 
@@ -128,6 +131,14 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
             LLAMA3_405B,
             llama_cluster,
             dataclasses.replace(llama_tr, effects=effects, pipeline_split="even"),
+        ),
+        # the preset's multi-token-prediction module (model.mtp_layers 1) on the last stage
+        ("deepseek-v3-mtp-effects", DEEPSEEK_V3_MTP, ds_cluster, dataclasses.replace(ds_tr, effects=effects)),
+        (
+            "deepseek-v3-mtp-effects-even-split",
+            DEEPSEEK_V3_MTP,
+            ds_cluster,
+            dataclasses.replace(ds_tr, effects=effects, pipeline_split="even", precision="bf16"),
         ),
     ]
 
