@@ -264,20 +264,23 @@ def busiest_stage_s(
     blocks' FLOPs per token (``solvers.compute``). The heads are never recomputed and the blocks as much as
     the layers, so their shares of the hardware FLOPs are ``O / (F + R)`` and ``M (F - O + R) / ((F - O)
     (F + R))`` (a layer's time holds its recompute). ``flop_s`` is the math of the even spread's stage
-    (``ceil(L/p)/L`` of every hardware FLOP, the heads' included), ``layer_s`` the work that goes with each of its
-    ``ceil(L/p)`` layers whatever their FLOPs (element-wise passes, MoE permutation, per-expert kernels). A
-    layer then takes ``tau = tau_f + tau_o`` with ``tau_f = flop_s / (ceil(L/p) (L+e)/L)`` and ``tau_o =
+    (``ceil(L/p)/L`` of every hardware FLOP, the heads' included), ``layer_s`` the work that goes with each of
+    its ``ceil(L/p)`` layers whatever their FLOPs (element-wise passes, MoE permutation, per-expert kernels).
+
+    A layer then takes ``tau = tau_f + tau_o`` with ``tau_f = flop_s / (ceil(L/p) (L+e)/L)`` and ``tau_o =
     layer_s / ceil(L/p)``, while the heads take their FLOP time only and each of the ``mtp_layers`` blocks its
-    FLOP time and one layer's ``tau_o``: in layer times they weigh ``(e_heads x ratio + e_blocks) tau_f / tau
-    + mtp_layers tau_o / tau``, and the stage planner balances those (``pipeline_stages`` with
-    ``layer_flop_share = tau_f / tau``); the busiest stage takes ``busiest x tau``. Counting the heads in FLOP layer equivalents and adding every layer's own work on top would price
-    a last stage of few layers and heavy heads with a middle stage's per-layer work: a maximum of sums taken
-    as a sum of maxima. p = 1: ``(L + e_time x tau_f / tau) tau = flop_s (L + e_time)/(L + e) + layer_s``,
-    every layer and the heads on one GPU. Example: DeepSeek-V3 with its MTP module on 256 B200 (PP 16, FP8,
-    heads at a 1.76x slower BF16 rate, e = 5.42 in FLOP layer equivalents; megatron-bridge-2511): the
-    per-expert kernels, the permutation and the element-wise passes are 56% of a layer's time, so the heads
-    and the module's block, 5.41 FLOP layer equivalents, weigh 5.41 x 0.44 + 1 x 0.56 = 2.9 layer times, under
-    a 4-layer stage, instead of 5.4 over it.
+    FLOP time and one layer's ``tau_o``: in layer times they weigh ``(e_heads x ratio + e_blocks) tau_f / tau +
+    mtp_layers tau_o / tau``, and the stage planner balances those (``pipeline_stages`` with
+    ``layer_flop_share = tau_f / tau``); the busiest stage takes ``busiest x tau``. Counting the heads in FLOP
+    layer equivalents and adding every layer's own work on top would price a last stage of few layers and
+    heavy heads with a middle stage's per-layer work: a maximum of sums taken as a sum of maxima. p = 1:
+    ``(L + e_time x tau_f / tau) tau = flop_s (L + e_time)/(L + e) + layer_s``, every layer and the heads on
+    one GPU.
+
+    Example: DeepSeek-V3 with its MTP module on 256 B200 (PP 16, FP8, heads at a 1.76x slower BF16 rate;
+    megatron-bridge-2511): the per-expert kernels, the permutation and the element-wise passes are 56% of a
+    layer's time, so the heads and the module's block, 5.41 FLOP layer equivalents, weigh 5.41 x 0.44 + 1 x
+    0.56 = 2.9 layer times, under a 4-layer stage, instead of 5.4 over it.
     """
     model_flops, recompute_flops, head_flops, block_flops = per_token
     hardware = model_flops + recompute_flops
