@@ -19,25 +19,10 @@ from solvers.inputs import resolve
 from solvers.inputs.fields import TABLE
 from solvers.inputs.json_schema import scenario_json_schema
 from solvers.inputs.model import mtp_module_params
+from solvers.published import load_example
 
-# DeepSeek-V3 on 2,048 H800 as its ISCA'25 paper ran it (examples/deepseek-v3-2048xh800.yaml), FP8 GEMMs.
-DOC: dict[str, Any] = {
-    "model": {"preset": "deepseek-v3"},
-    "cluster": {"node": "hgx-h800", "gpus": 2048},
-    "training": {
-        "seq_len": 4096,
-        "global_batch_seqs": 15360,
-        "precision": "fp8",
-        "layout": {
-            "tp": 1,
-            "pp": 16,
-            "ep": 64,
-            "microbatch_seqs": 1,
-            "schedule": "dualpipe",
-            "zero_stage": 1,
-        },
-    },
-}
+# DeepSeek-V3 on 2,048 H800 as its ISCA'25 paper ran it: the example itself (DualPipe, PP 16, EP 64, FP8 GEMMs).
+DOC: dict[str, Any] = load_example("deepseek-v3-2048xh800.yaml")
 
 
 def with_model(doc: dict[str, Any], **model: Any) -> dict[str, Any]:
