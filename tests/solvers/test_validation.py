@@ -23,6 +23,7 @@ from solvers.validation import (
     TARGET_MAX_POINTS,
     constants_across_folds,
     kendall_tau,
+    source_bootstrap,
     step_error_percent,
     within_source_scatter,
 )
@@ -191,3 +192,41 @@ def test_the_held_out_folds_of_a_small_corpus_bracket_each_constant(small: Corpu
         values = [params[name] for params in by_source.values()]
         assert c["min"] == min(values) <= c["max"] == max(values), name
         assert by_source[c["min_without"]][name] == c["min"] and by_source[c["max_without"]][name] == c["max"]
+
+
+def test_source_bootstrap_worked_example() -> None:
+    # Sources [1, 1] and [5]: a draw of both first sources gives 1, of both second 5, a mixed draw 7/3.
+    out = source_bootstrap([[1.0, -1.0], [5.0]])
+    assert (out["low"], out["high"]) == (1.0, 5.0)
+    assert out["share_at_or_below_target"] == pytest.approx(0.75, abs=0.03)
+    assert out["level"] == 0.9 and out["resamples"] == 4_000
+
+
+def test_one_source_has_no_sampling_spread() -> None:
+    out = source_bootstrap([[2.0, -4.0]])
+    assert out["low"] == out["high"] == 3.0
+    assert out["share_at_or_below_target"] == 1.0
+
+
+def test_the_source_bootstrap_is_the_same_on_every_call() -> None:
+    errors = [[1.5, -2.0], [0.2], [7.0, 3.0, -1.0]]
+    assert source_bootstrap(errors) == source_bootstrap(errors)
+
+
+@given(
+    st.lists(
+        st.lists(st.floats(-20.0, 20.0, allow_nan=False), min_size=1, max_size=6), min_size=1, max_size=8
+    )
+)
+def test_the_interval_lies_between_the_least_and_the_most_wrong_source(errors: list[list[float]]) -> None:
+    out = source_bootstrap(errors, resamples=200)
+    means = [sum(abs(e) for e in source) / len(source) for source in errors]
+    assert min(means) - 1e-9 <= out["low"] <= out["high"] <= max(means) + 1e-9
+    assert 0.0 <= out["share_at_or_below_target"] <= 1.0
+
+
+def test_the_source_bootstrap_refuses_an_empty_source() -> None:
+    with pytest.raises(ValueError, match="at least one run"):
+        source_bootstrap([[1.0], []])
+    with pytest.raises(ValueError, match="at least one source"):
+        source_bootstrap([])
