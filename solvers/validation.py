@@ -16,7 +16,8 @@ Ablations (one model on one cluster, layouts vary): Kendall's tau between the pu
 predicted throughputs (tokens/s), and whether the published best is within 3% of the predicted best (its
 predicted throughput at least 0.97 of the highest). Targets (issue 13): held-out mean |error| <= 3 points, every run within 8, every slope
 sign right, every tau >= 0.8 with the published best within 3%. How much the held-out mean owes to which sources
-the corpus holds: ``source_bootstrap`` (the sources drawn again with replacement).
+the corpus holds: ``source_bootstrap`` (the sources drawn again with replacement). Whether a report's step range
+holds the published step as often as it claims: ``range_coverage``.
 
 Example: ``validation_document()["summary"]["held_out_mean_abs_points"]``.
 """
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from solvers.catalog.fitted import FITTED
+from solvers.catalog.uncertainty import P90_Z
 from solvers.corpus import MFU_METRICS, Corpus, corpus_hash
 from solvers.fit import (
     BOUNDS,
@@ -159,6 +161,54 @@ def source_bootstrap(
         "resamples": resamples,
         "share_at_or_below_target": float(np.mean(means <= target)),
     }
+
+
+def range_coverage(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """How often a report's p10-p90 range of the step time holds the published step, held out twice.
+
+    A report's step range is ``step_s x exp(mean + sigma z)`` with ``z`` from -1.2816 to 1.2816 (the normal's
+    10th and 90th percentiles; ``solvers.ranges``) and the mean and sigma of its class (dense or MoE, GPU count)
+    from the held-out log ratios ``r = log(actual step / predicted step)`` of the corpus
+    (``solvers.step_uncertainty.fit``). Checked on the corpus itself that would be in sample, so for each source
+    the classes are fitted again, by the same function, to the other sources' held-out ratios, and each of the
+    source's runs is inside when its own held-out ratio lies in its class's band. A calibrated range holds 80%
+    of the runs, 10% below and 10% above; more inside means ranges wider than the errors, fewer narrower.
+
+    Returns ``{"nominal": 0.8, "inside", "below", "above", "by_kind": {"dense": {...}, "moe": {...}}}`` (shares of
+    runs; a kind with no run is left out).
+    Example: one source at r = 1.0 among sources near 0 lies above its band (its class, fitted without it,
+    is narrow), so it counts in ``above``.
+    """
+    classified = [
+        (r["source"], step_class(moe=r["moe"], gpus=r["gpus"]), r["held_out"]["log_ratio"]) for r in runs
+    ]
+    places: list[tuple[str, str]] = []  # (kind, "inside" | "below" | "above"), one per run
+    for source in dict.fromkeys(src for src, _, _ in classified):
+        others = [(cls, ratio) for src, cls, ratio in classified if src != source]
+        classes = fit_uncertainty(others, generated_by="", convention="", held_out=True)["classes"]
+        for src, cls, ratio in classified:
+            if src != source:
+                continue
+            mean, sigma = classes[cls]["mean"], classes[cls]["sigma"]
+            place = (
+                "below"
+                if ratio < mean - P90_Z * sigma
+                else "above"
+                if ratio > mean + P90_Z * sigma
+                else "inside"
+            )
+            places.append((cls.split("/")[0], place))
+
+    def shares(subset: list[str]) -> dict[str, float]:
+        return {key: subset.count(key) / len(subset) for key in ("inside", "below", "above")}
+
+    out: dict[str, Any] = {"nominal": 0.8, **shares([place for _, place in places])}
+    out["by_kind"] = {
+        kind: {"runs": len(subset), **shares(subset)}
+        for kind in ("dense", "moe")
+        if (subset := [place for k, place in places if k == kind])
+    }
+    return out
 
 
 def constants_across_folds(by_source: dict[str, dict[str, float]]) -> dict[str, dict[str, Any]]:
@@ -307,6 +357,7 @@ def validation_document(corpus: Corpus | None = None) -> dict[str, Any]:
             [errors("held_out", src["source"]) for src in sources]
         ),
         "held_out_step_error_percent": step_error_percent([r["held_out"]["log_ratio"] for r in runs]),
+        "held_out_range_coverage": range_coverage(runs),
         "in_sample_mean_abs_points": _mean_abs(errors("in_sample")),
         "within_source_scatter_points": within_source_scatter(runs),
         "legacy_mean_abs_points": _mean_abs(errors("legacy")),
@@ -404,6 +455,14 @@ def format_validation(document: dict[str, Any]) -> str:
         "held out as step time (|actual / predicted - 1|): median "
         f"{s['held_out_step_error_percent']['median']:.1f}%, mean {s['held_out_step_error_percent']['mean']:.1f}%, "
         f"90th percentile {s['held_out_step_error_percent']['p90']:.1f}%",
+        "ranges: the step's p10-p90 band (classes fitted without the run's source) holds "
+        f"{s['held_out_range_coverage']['inside']:.0%} of the runs held out (nominal 80%; "
+        f"{s['held_out_range_coverage']['below']:.0%} below, {s['held_out_range_coverage']['above']:.0%} above; "
+        + ", ".join(
+            f"{kind} {c['inside']:.0%} of {c['runs']}"
+            for kind, c in s["held_out_range_coverage"]["by_kind"].items()
+        )
+        + ")",
         f"in sample {s['in_sample_mean_abs_points']:.2f} points; without the effects (hand calibration) "
         f"{s['legacy_mean_abs_points']:.2f} in sample, {s['legacy_held_out_mean_abs_points']:.2f} held out",
         f"inside sources (in sample, each source's own mean log ratio taken out): "

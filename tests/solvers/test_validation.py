@@ -23,6 +23,7 @@ from solvers.validation import (
     TARGET_MAX_POINTS,
     constants_across_folds,
     kendall_tau,
+    range_coverage,
     source_bootstrap,
     step_error_percent,
     within_source_scatter,
@@ -230,3 +231,27 @@ def test_the_source_bootstrap_refuses_an_empty_source() -> None:
         source_bootstrap([[1.0], []])
     with pytest.raises(ValueError, match="at least one source"):
         source_bootstrap([])
+
+
+def _held(source: str, log_ratio: float, *, moe: bool = False, gpus: int = 64) -> dict[str, object]:
+    return {"source": source, "moe": moe, "gpus": gpus, "held_out": {"log_ratio": log_ratio}}
+
+
+def test_a_source_far_from_the_rest_lies_outside_the_band_fitted_without_it() -> None:
+    ratios = [-0.02, -0.01, 0.0, 0.01, 0.02, 1.0]
+    out = range_coverage([_held(f"s{i}", r) for i, r in enumerate(ratios)])
+    # the five near zero each sit inside the band of the others (the far source widens it); the far one above
+    assert out["above"] == pytest.approx(1 / 6)
+    assert out["inside"] == pytest.approx(5 / 6) and out["below"] == 0.0
+    assert out["nominal"] == 0.8
+    assert set(out["by_kind"]) == {"dense"} and out["by_kind"]["dense"]["runs"] == 6
+
+
+def test_range_coverage_counts_each_run_once_by_kind() -> None:
+    runs = [_held(f"d{i}", 0.05 * (i - 3)) for i in range(7)]
+    runs += [_held(f"m{i}", -0.3 + 0.1 * i, moe=True, gpus=4_096) for i in range(6)]
+    out = range_coverage(runs)
+    assert out["inside"] + out["below"] + out["above"] == pytest.approx(1.0)
+    assert {k: v["runs"] for k, v in out["by_kind"].items()} == {"dense": 7, "moe": 6}
+    for kind in out["by_kind"].values():
+        assert kind["inside"] + kind["below"] + kind["above"] == pytest.approx(1.0)
