@@ -174,8 +174,9 @@ def range_coverage(runs: list[dict[str, Any]]) -> dict[str, Any]:
     source's runs is inside when its own held-out ratio lies in its class's band. A calibrated range holds 80%
     of the runs, 10% below and 10% above; more inside means ranges wider than the errors, fewer narrower.
 
-    Returns ``{"nominal": 0.8, "inside", "below", "above", "by_kind": {"dense": {...}, "moe": {...}}}`` (shares of
-    runs; a kind with no run is left out).
+    Returns ``{"nominal": 0.8, "runs", "inside", "below", "above", "by_kind": {"dense": {...}, "moe": {...}}}``
+    (shares of the ``runs`` checked; a kind with no run is left out). A source whose other sources hold fewer than
+    two runs gives no class to check against and is left out; with none checked the shares are None.
     Example: one source at r = 1.0 among sources near 0 lies above its band (its class, fitted without it,
     is narrow), so it counts in ``above``.
     """
@@ -185,6 +186,8 @@ def range_coverage(runs: list[dict[str, Any]]) -> dict[str, Any]:
     places: list[tuple[str, str]] = []  # (kind, "inside" | "below" | "above"), one per run
     for source in dict.fromkeys(src for src, _, _ in classified):
         others = [(cls, ratio) for src, cls, ratio in classified if src != source]
+        if len(others) < 2:  # no spread from fewer than two runs: this source's runs are not checked
+            continue
         classes = fit_uncertainty(others, generated_by="", convention="", held_out=True)["classes"]
         for src, cls, ratio in classified:
             if src != source:
@@ -199,10 +202,12 @@ def range_coverage(runs: list[dict[str, Any]]) -> dict[str, Any]:
             )
             places.append((cls.split("/")[0], place))
 
-    def shares(subset: list[str]) -> dict[str, float]:
-        return {key: subset.count(key) / len(subset) for key in ("inside", "below", "above")}
+    def shares(subset: list[str]) -> dict[str, float | None]:
+        return {
+            key: subset.count(key) / len(subset) if subset else None for key in ("inside", "below", "above")
+        }
 
-    out: dict[str, Any] = {"nominal": 0.8, **shares([place for _, place in places])}
+    out: dict[str, Any] = {"nominal": 0.8, "runs": len(places), **shares([place for _, place in places])}
     out["by_kind"] = {
         kind: {"runs": len(subset), **shares(subset)}
         for kind in ("dense", "moe")
@@ -440,6 +445,16 @@ def fit_documents(corpus: Corpus | None = None) -> tuple[dict[str, Any], dict[st
     return calibration, uncertainty
 
 
+def _format_coverage(c: dict[str, Any]) -> str:
+    if not c["runs"]:
+        return "ranges: not checked (no source leaves two runs to fit the classes on)"
+    kinds = ", ".join(f"{kind} {k['inside']:.0%} of {k['runs']}" for kind, k in c["by_kind"].items())
+    return (
+        f"ranges: the step's p10-p90 band (classes fitted without the run's source) holds {c['inside']:.0%} of "
+        f"{c['runs']} runs held out (nominal 80%; {c['below']:.0%} below, {c['above']:.0%} above; {kinds})"
+    )
+
+
 def format_validation(document: dict[str, Any]) -> str:
     """The validation as plain text: the held-out headline first, then sources, runs, series, ablations."""
     s = document["summary"]
@@ -455,14 +470,7 @@ def format_validation(document: dict[str, Any]) -> str:
         "held out as step time (|actual / predicted - 1|): median "
         f"{s['held_out_step_error_percent']['median']:.1f}%, mean {s['held_out_step_error_percent']['mean']:.1f}%, "
         f"90th percentile {s['held_out_step_error_percent']['p90']:.1f}%",
-        "ranges: the step's p10-p90 band (classes fitted without the run's source) holds "
-        f"{s['held_out_range_coverage']['inside']:.0%} of the runs held out (nominal 80%; "
-        f"{s['held_out_range_coverage']['below']:.0%} below, {s['held_out_range_coverage']['above']:.0%} above; "
-        + ", ".join(
-            f"{kind} {c['inside']:.0%} of {c['runs']}"
-            for kind, c in s["held_out_range_coverage"]["by_kind"].items()
-        )
-        + ")",
+        _format_coverage(s["held_out_range_coverage"]),
         f"in sample {s['in_sample_mean_abs_points']:.2f} points; without the effects (hand calibration) "
         f"{s['legacy_mean_abs_points']:.2f} in sample, {s['legacy_held_out_mean_abs_points']:.2f} held out",
         f"inside sources (in sample, each source's own mean log ratio taken out): "

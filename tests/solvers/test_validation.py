@@ -255,3 +255,10 @@ def test_range_coverage_counts_each_run_once_by_kind() -> None:
     assert {k: v["runs"] for k, v in out["by_kind"].items()} == {"dense": 7, "moe": 6}
     for kind in out["by_kind"].values():
         assert kind["inside"] + kind["below"] + kind["above"] == pytest.approx(1.0)
+
+
+def test_a_source_without_two_other_runs_is_not_checked() -> None:
+    out = range_coverage([_held("a", 0.1), _held("b", 0.2)])
+    assert out["runs"] == 0 and out["inside"] is None and out["by_kind"] == {}
+    three = range_coverage([_held("a", 0.1), _held("a", 0.3), _held("b", 0.2)])
+    assert three["runs"] == 1  # b is checked against a's two runs; a has only b's one
