@@ -50,8 +50,8 @@ from solvers.fit import (
 )
 from solvers.gemm_shape import fit_shape_half_dim, load_kernel_sources
 from solvers.published import ledger_rows, validation_corpus
+from solvers.step_uncertainty import MIN_RUNS, step_class
 from solvers.step_uncertainty import fit as fit_uncertainty
-from solvers.step_uncertainty import step_class
 
 TARGET_MEAN_POINTS = 3.0
 TARGET_MAX_POINTS = 8.0
@@ -145,6 +145,10 @@ def source_bootstrap(
     5 (the second twice) or 2.33, so the 90% interval is [1, 5] and about three quarters of the draws are at or
     below 3.
     """
+    if not 0.0 < level < 1.0 or resamples < 1:
+        raise ValueError(
+            f"source_bootstrap needs 0 < level < 1 and resamples >= 1, got {level} and {resamples}"
+        )
     if not errors_by_source or any(not errors for errors in errors_by_source):
         raise ValueError("source_bootstrap needs at least one source, each with at least one run")
     sums = np.array([sum(abs(e) for e in errors) for errors in errors_by_source], dtype=float)
@@ -164,7 +168,8 @@ def source_bootstrap(
 
 
 def range_coverage(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """How often a report's p10-p90 range of the step time holds the published step, held out twice.
+    """How often a report's p10-p90 range of the step time holds the published step, the classes fitted without
+    the run's source.
 
     A report's step range is ``step_s x exp(mean + sigma z)`` with ``z`` from -1.2816 to 1.2816 (the normal's
     10th and 90th percentiles; ``solvers.ranges``) and the mean and sigma of its class (dense or MoE, GPU count)
@@ -172,11 +177,13 @@ def range_coverage(runs: list[dict[str, Any]]) -> dict[str, Any]:
     (``solvers.step_uncertainty.fit``). Checked on the corpus itself that would be in sample, so for each source
     the classes are fitted again, by the same function, to the other sources' held-out ratios, and each of the
     source's runs is inside when its own held-out ratio lies in its class's band. A calibrated range holds 80%
-    of the runs, 10% below and 10% above; more inside means ranges wider than the errors, fewer narrower.
+    of the runs, 10% below and 10% above; more inside means ranges wider than the errors, fewer narrower. Not a
+    nested cross-validation: the other sources' ratios come from folds whose constants saw this source. The band
+    is the report's, with the class's sigma as if known (no allowance for estimating it from few runs), so a
+    source is checked only when the others hold at least ``MIN_RUNS`` runs, the least a class is fitted on.
 
     Returns ``{"nominal": 0.8, "runs", "inside", "below", "above", "by_kind": {"dense": {...}, "moe": {...}}}``
-    (shares of the ``runs`` checked; a kind with no run is left out). A source whose other sources hold fewer than
-    two runs gives no class to check against and is left out; with none checked the shares are None.
+    (shares of the ``runs`` checked; a kind with no run is left out; with none checked the shares are None).
     Example: one source at r = 1.0 among sources near 0 lies above its band (its class, fitted without it,
     is narrow), so it counts in ``above``.
     """
@@ -186,7 +193,9 @@ def range_coverage(runs: list[dict[str, Any]]) -> dict[str, Any]:
     places: list[tuple[str, str]] = []  # (kind, "inside" | "below" | "above"), one per run
     for source in dict.fromkeys(src for src, _, _ in classified):
         others = [(cls, ratio) for src, cls, ratio in classified if src != source]
-        if len(others) < 2:  # no spread from fewer than two runs: this source's runs are not checked
+        if (
+            len(others) < MIN_RUNS
+        ):  # too few runs for a class of their own: this source's runs are not checked
             continue
         classes = fit_uncertainty(others, generated_by="", convention="", held_out=True)["classes"]
         for src, cls, ratio in classified:
@@ -447,7 +456,7 @@ def fit_documents(corpus: Corpus | None = None) -> tuple[dict[str, Any], dict[st
 
 def _format_coverage(c: dict[str, Any]) -> str:
     if not c["runs"]:
-        return "ranges: not checked (no source leaves two runs to fit the classes on)"
+        return f"ranges: not checked (no source leaves {MIN_RUNS} runs to fit the classes on)"
     kinds = ", ".join(f"{kind} {k['inside']:.0%} of {k['runs']}" for kind, k in c["by_kind"].items())
     return (
         f"ranges: the step's p10-p90 band (classes fitted without the run's source) holds {c['inside']:.0%} of "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import statistics
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from solvers import fit as fit_module
 from solvers.catalog.fitted import FITTED_FILE
+from solvers.catalog.uncertainty import P90_Z
 from solvers.corpus import Corpus, corpus_hash
 from solvers.fit import BOUNDS, LOSS_SCALE, cauchy_residuals, fit, held_out, prepare
 from solvers.gemm_shape import MAX_HALF
@@ -231,6 +233,10 @@ def test_the_source_bootstrap_refuses_an_empty_source() -> None:
         source_bootstrap([[1.0], []])
     with pytest.raises(ValueError, match="at least one source"):
         source_bootstrap([])
+    with pytest.raises(ValueError, match="0 < level < 1"):
+        source_bootstrap([[1.0]], level=1.0)
+    with pytest.raises(ValueError, match="resamples >= 1"):
+        source_bootstrap([[1.0]], resamples=0)
 
 
 def _held(source: str, log_ratio: float, *, moe: bool = False, gpus: int = 64) -> dict[str, object]:
@@ -257,8 +263,26 @@ def test_range_coverage_counts_each_run_once_by_kind() -> None:
         assert kind["inside"] + kind["below"] + kind["above"] == pytest.approx(1.0)
 
 
-def test_a_source_without_two_other_runs_is_not_checked() -> None:
+def test_a_source_whose_others_are_too_few_for_a_class_is_not_checked() -> None:
     out = range_coverage([_held("a", 0.1), _held("b", 0.2)])
     assert out["runs"] == 0 and out["inside"] is None and out["by_kind"] == {}
-    three = range_coverage([_held("a", 0.1), _held("a", 0.3), _held("b", 0.2)])
-    assert three["runs"] == 1  # b is checked against a's two runs; a has only b's one
+    # b is checked against a's five runs; a has only b's one
+    six = range_coverage([*(_held("a", 0.05 * i) for i in range(5)), _held("b", 0.2)])
+    assert six["runs"] == 1 and six["by_kind"]["dense"]["runs"] == 1
+
+
+def test_the_band_is_the_reports_mean_plus_or_minus_its_z_sigmas() -> None:
+    # One source of five runs off by +0.2 on average; a new source's run is checked against their class
+    # (mean + P90_Z x stdev either side), and the five are not checked (the new source alone is too few).
+    others = [0.1, 0.15, 0.2, 0.25, 0.3]
+    mean, sigma = statistics.fmean(others), statistics.stdev(others)
+    base = [_held("a", r) for r in others]
+    for ratio, expected in (
+        (mean + P90_Z * sigma * 0.99, "inside"),
+        (mean + P90_Z * sigma * 1.01, "above"),
+        (mean - P90_Z * sigma * 0.99, "inside"),
+        (mean - P90_Z * sigma * 1.01, "below"),
+        (0.25, "inside"),  # inside the band about +0.2, outside one about 0
+    ):
+        out = range_coverage([*base, _held("new", ratio)])
+        assert out["runs"] == 1 and out[expected] == 1.0, (ratio, expected, out)
