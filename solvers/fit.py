@@ -201,9 +201,9 @@ def residuals(prepared: list[Prepared], params: dict[str, float]) -> np.ndarray:
 
 # The scale of the fit's loss, in log ratio (module docstring): Holland and Welsch's 95%-efficiency constant for
 # the Cauchy loss, 2.385, times the robust standard deviation of the in-sample residuals (1.4826 x their median
-# absolute deviation: 0.084-0.085 at the 190-run Huber fits of solver 1.7.0, 0.087 at the Cauchy fit), rounded to
-# 0.2: a step about 22% off, where the Huber loss of earlier fits turned linear. 8 of the 190 runs lie beyond it
-# at the fit (0.75, 0.66, 0.64, 0.27, 0.22, 0.21, -0.24, -0.30).
+# absolute deviation: 0.084-0.085 at the 190-run Huber fits of solver 1.7.0, 0.087 at the first Cauchy fit, 0.082
+# at the current one), rounded to 0.2: a step about 22% off, where the Huber loss of earlier fits turned linear. 9 of
+# the 190 runs lie beyond it at the current fit (0.74, 0.67, 0.64, 0.27, 0.22, 0.21, 0.20, -0.23, -0.30).
 LOSS_SCALE = 0.2
 # What the written calibration records of its loss (solvers.validation.fit_documents), read-only.
 LOSS: Mapping[str, Any] = MappingProxyType(

@@ -228,7 +228,7 @@ def range_coverage(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def constants_across_folds(by_source: dict[str, dict[str, float]]) -> dict[str, dict[str, Any]]:
     """Each fitted constant's lowest and highest value over the leave-one-source-out folds, and the source
     whose leaving out gives it: how much one source moves the calibration. Example: the Blackwell efficiency
-    at 1.7.0, 0.493 without megatron-bridge-2511 and 0.657 without dgxc-benchmarking-2505."""
+    at 1.7.0, 0.541 without mlperf-training-v51-dell and 0.610 without dgxc-benchmarking-2505."""
     names = dict.fromkeys(name for params in by_source.values() for name in params)
     out: dict[str, dict[str, Any]] = {}
     for name in names:
