@@ -193,9 +193,8 @@ def range_coverage(runs: list[dict[str, Any]]) -> dict[str, Any]:
     places: list[tuple[str, str]] = []  # (kind, "inside" | "below" | "above"), one per run
     for source in dict.fromkeys(src for src, _, _ in classified):
         others = [(cls, ratio) for src, cls, ratio in classified if src != source]
-        if (
-            len(others) < MIN_RUNS
-        ):  # too few runs for a class of their own: this source's runs are not checked
+        # too few runs for a class of their own: this source's runs are not checked
+        if len(others) < MIN_RUNS:
             continue
         classes = fit_uncertainty(others, generated_by="", convention="", held_out=True)["classes"]
         for src, cls, ratio in classified:
@@ -454,6 +453,14 @@ def fit_documents(corpus: Corpus | None = None) -> tuple[dict[str, Any], dict[st
     return calibration, uncertainty
 
 
+def _format_bootstrap(b: dict[str, Any]) -> str:
+    return (
+        f"held-out mean with the sources drawn again ({b['resamples']:,} times): {b['level']:.0%} interval "
+        f"{b['low']:.2f}-{b['high']:.2f} points; at or below {TARGET_MEAN_POINTS:g} in "
+        f"{b['share_at_or_below_target']:.0%} of the draws"
+    )
+
+
 def _format_coverage(c: dict[str, Any]) -> str:
     if not c["runs"]:
         return f"ranges: not checked (no source leaves {MIN_RUNS} runs to fit the classes on)"
@@ -471,11 +478,7 @@ def format_validation(document: dict[str, Any]) -> str:
         f"HELD OUT (leave one source out): MFU mean |error| {s['held_out_mean_abs_points']:.2f} points, max "
         f"{s['held_out_max_abs_points']:.2f}, within {TARGET_MAX_POINTS:g} points {s['held_out_within_8_points']}/{s['runs']} "
         f"({s['runs']} runs, {s['sources']} sources)",
-        f"held-out mean with the sources drawn again ({s['held_out_mean_abs_points_bootstrap']['resamples']:,.0f} "
-        f"times): {s['held_out_mean_abs_points_bootstrap']['level']:.0%} interval "
-        f"{s['held_out_mean_abs_points_bootstrap']['low']:.2f}-{s['held_out_mean_abs_points_bootstrap']['high']:.2f}"
-        f" points; at or below {TARGET_MEAN_POINTS:g} in "
-        f"{s['held_out_mean_abs_points_bootstrap']['share_at_or_below_target']:.0%} of the draws",
+        _format_bootstrap(s["held_out_mean_abs_points_bootstrap"]),
         "held out as step time (|actual / predicted - 1|): median "
         f"{s['held_out_step_error_percent']['median']:.1f}%, mean {s['held_out_step_error_percent']['mean']:.1f}%, "
         f"90th percentile {s['held_out_step_error_percent']['p90']:.1f}%",
