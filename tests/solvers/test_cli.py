@@ -132,8 +132,14 @@ def test_validate_prints_the_table(tmp_path: Path) -> None:
     assert proc.stdout.startswith("HELD OUT (leave one source out): MFU mean |error|")
     assert "12288" in proc.stdout and "in sample" in proc.stdout
     assert "(25 runs, 3 sources)" in proc.stdout
+    assert "held-out mean with the sources drawn again (4,000 times): 90% interval" in proc.stdout
+    # megascale's 23 runs leave 2 to fit a class on: only bloom's and OPT's runs are checked
+    assert "holds" in proc.stdout and "of 2 runs held out (nominal 80%" in proc.stdout
     data = json.loads(run("validate", "--json", "--corpus", str(tmp_path)).stdout)
     assert data["summary"]["runs"] == 25
+    boot = data["summary"]["held_out_mean_abs_points_bootstrap"]
+    assert boot["low"] <= data["summary"]["held_out_mean_abs_points"] <= boot["high"]
+    assert data["summary"]["held_out_range_coverage"]["runs"] == 2
     assert {"in_sample", "held_out", "legacy", "legacy_held_out"} <= set(data["runs"][0])
 
 
