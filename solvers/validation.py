@@ -182,15 +182,17 @@ def range_coverage(runs: list[dict[str, Any]]) -> dict[str, Any]:
     is the report's, with the class's sigma as if known (no allowance for estimating it from few runs), so a
     source is checked only when the others hold at least ``MIN_RUNS`` runs, the least a class is fitted on.
 
-    Returns ``{"nominal": 0.8, "runs", "inside", "below", "above", "by_kind": {"dense": {...}, "moe": {...}}}``
-    (shares of the ``runs`` checked; a kind with no run is left out; with none checked the shares are None).
+    Returns ``{"nominal": 0.8, "runs", "inside", "below", "above", "inside_interval", "by_kind": {"dense": {...},
+    "moe": {...}}}`` (shares of the ``runs`` checked; a kind with no run is left out; with none checked the shares
+    are None). ``inside_interval`` is the 90% interval of the share inside when the sources are drawn again
+    (``source_bootstrap`` over each source's runs outside the band): a share from few sources is a rough one.
     Example: one source at r = 1.0 among sources near 0 lies above its band (its class, fitted without it,
     is narrow), so it counts in ``above``.
     """
     classified = [
         (r["source"], step_class(moe=r["moe"], gpus=r["gpus"]), r["held_out"]["log_ratio"]) for r in runs
     ]
-    places: list[tuple[str, str]] = []  # (kind, "inside" | "below" | "above"), one per run
+    places: list[tuple[str, str, str]] = []  # (source, kind, "inside" | "below" | "above"), one per run
     for source in dict.fromkeys(src for src, _, _ in classified):
         others = [(cls, ratio) for src, cls, ratio in classified if src != source]
         # too few runs for a class of their own: this source's runs are not checked
@@ -208,20 +210,31 @@ def range_coverage(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 if ratio > mean + P90_Z * sigma
                 else "inside"
             )
-            places.append((cls.split("/")[0], place))
+            places.append((source, cls.split("/")[0], place))
 
-    def shares(subset: list[str]) -> dict[str, float | None]:
-        return {
-            key: subset.count(key) / len(subset) if subset else None for key in ("inside", "below", "above")
-        }
+    def shares(subset: list[tuple[str, str, str]]) -> dict[str, Any]:
+        out: dict[str, Any] = {"runs": len(subset)}
+        out.update({key: None for key in ("inside", "below", "above", "inside_interval")})
+        if subset:
+            out.update(
+                {
+                    key: sum(p == key for _, _, p in subset) / len(subset)
+                    for key in ("inside", "below", "above")
+                }
+            )
+            # the share outside, source by source, drawn again as the headline is (``source_bootstrap``)
+            outside: dict[str, list[float]] = {}
+            for src, _, p in subset:
+                outside.setdefault(src, []).append(0.0 if p == "inside" else 1.0)
+            b = source_bootstrap(list(outside.values()))
+            out["inside_interval"] = [1.0 - b["high"], 1.0 - b["low"]]
+        return out
 
-    out: dict[str, Any] = {"nominal": 0.8, "runs": len(places), **shares([place for _, place in places])}
-    out["by_kind"] = {
-        kind: {"runs": len(subset), **shares(subset)}
-        for kind in ("dense", "moe")
-        if (subset := [place for k, place in places if k == kind])
+    result: dict[str, Any] = {"nominal": 0.8, **shares(places)}
+    result["by_kind"] = {
+        kind: shares(subset) for kind in ("dense", "moe") if (subset := [x for x in places if x[1] == kind])
     }
-    return out
+    return result
 
 
 def constants_across_folds(by_source: dict[str, dict[str, float]]) -> dict[str, dict[str, Any]]:
@@ -464,10 +477,18 @@ def _format_bootstrap(b: dict[str, Any]) -> str:
 def _format_coverage(c: dict[str, Any]) -> str:
     if not c["runs"]:
         return f"ranges: not checked (no source leaves {MIN_RUNS} runs to fit the classes on)"
-    kinds = ", ".join(f"{kind} {k['inside']:.0%} of {k['runs']}" for kind, k in c["by_kind"].items())
+
+    def interval(k: dict[str, Any]) -> str:
+        low, high = k["inside_interval"]
+        return f"[{low * 100:.0f}-{high * 100:.0f}%]"
+
+    kinds = ", ".join(
+        f"{kind} {k['inside']:.0%} of {k['runs']} {interval(k)}" for kind, k in c["by_kind"].items()
+    )
     return (
-        f"ranges: the step's p10-p90 band (classes fitted without the run's source) holds {c['inside']:.0%} of "
-        f"{c['runs']} runs held out (nominal 80%; {c['below']:.0%} below, {c['above']:.0%} above; {kinds})"
+        f"ranges: the step's p10-p90 band (classes fitted without the run's source) holds {c['inside']:.0%} of the "
+        f"{c['runs']} runs held out {interval(c)} (nominal 80%; {c['below']:.0%} below, {c['above']:.0%} above; "
+        f"{kinds}; in brackets the 90% interval with the sources drawn again)"
     )
 
 

@@ -134,7 +134,7 @@ def test_validate_prints_the_table(tmp_path: Path) -> None:
     assert "(25 runs, 3 sources)" in proc.stdout
     assert "held-out mean with the sources drawn again (4,000 times): 90% interval" in proc.stdout
     # megascale's 23 runs leave 2 to fit a class on: only bloom's and OPT's runs are checked
-    assert "holds" in proc.stdout and "of 2 runs held out (nominal 80%" in proc.stdout
+    assert "holds" in proc.stdout and "of the 2 runs held out [" in proc.stdout
     data = json.loads(run("validate", "--json", "--corpus", str(tmp_path)).stdout)
     assert data["summary"]["runs"] == 25
     boot = data["summary"]["held_out_mean_abs_points_bootstrap"]

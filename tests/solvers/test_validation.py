@@ -286,3 +286,16 @@ def test_the_band_is_the_reports_mean_plus_or_minus_its_z_sigmas() -> None:
     ):
         out = range_coverage([*base, _held("new", ratio)])
         assert out["runs"] == 1 and out[expected] == 1.0, (ratio, expected, out)
+
+
+def test_the_share_inside_carries_its_interval_over_the_sources() -> None:
+    runs = [_held(f"d{i}", 0.05 * (i - 3)) for i in range(7)]
+    runs += [_held("far", 1.0), _held("far", 1.1)]
+    out = range_coverage(runs)
+    low, high = out["inside_interval"]
+    assert low <= out["inside"] <= high
+    # a draw of only "far" has none inside, a draw without it all: the interval spans most of [0, 1]
+    assert low < 0.8 and high == 1.0
+    # one source checked: no spread to draw from
+    one = range_coverage([*(_held("a", 0.05 * i) for i in range(5)), _held("b", 0.2)])
+    assert one["inside_interval"] == [1.0, 1.0]
