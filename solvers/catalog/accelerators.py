@@ -19,6 +19,7 @@ _H100_DS = "NVIDIA H100 Tensor Core GPU data sheet (2023), H100 SXM column, dens
 _H200_DS = "NVIDIA H200 Tensor Core GPU data sheet (2024), H200 SXM column, dense (sparse figures / 2)"
 _B200_DS = "NVIDIA DGX B200 data sheet (2024): system figures / 8 GPUs, dense (sparse figures / 2)"
 _GB200_DS = "NVIDIA GB200 NVL72 data sheet (2024): rack figures / 72 GPUs, dense (sparse figures / 2)"
+_GB300_DS = "NVIDIA GB300 NVL72 data sheet (2025): rack figures / 72 GPUs, dense (sparse figures / 2)"
 _MI300X_DS = "AMD Instinct MI300X data sheet (2023), dense (without structured sparsity)"
 _BLOOM_LCA = (
     "Luccioni, Viguier, Ligozat, 'Estimating the Carbon Footprint of BLOOM' (JMLR 2023) §4.1: "
@@ -151,6 +152,26 @@ ACCELERATORS: dict[str, dict[str, Any]] = {
             "per GPU after the CPU's share",
             "unit_price_usd": "estimate: GB200 NVL72 racks reported at ~USD 3-3.9M (2024-2025), per GPU "
             "share of ~USD 50,000 including the Grace CPU",
+            "embodied_kgco2e": _EMBODIED_SCALED,
+        },
+    },
+    "gb300": {
+        "name": "NVIDIA GB300 (Blackwell Ultra GPU in a GB300 NVL72 rack)",
+        "peak_tflops": {"bf16": 2500.0, "fp16": 2500.0, "fp8": 5000.0, "fp32": 80.0},
+        "hbm_gb": 288.0,
+        "hbm_tb_s": 8.0,
+        "tdp_w": 1400.0,
+        "unit_price_usd": 55_000.0,
+        "embodied_kgco2e": 300.0,
+        "sources": {
+            "peak_tflops": f"{_GB300_DS}: FP8/FP6 720 PFLOPS / 72 / 2 = 5 PFLOPS; FP16/BF16 360 PFLOPS / 72 / 2 "
+            "= 2.5 PFLOPS (the GB200 NVL72's training rates: Blackwell Ultra raises the FP4 rate and the "
+            "attention exponentials, not FP8 or BF16); FP32 taken as GB200's 80 TFLOPS",
+            "hbm_gb": f"{_GB300_DS}: 288 GB HBM3e per Blackwell Ultra GPU (12-high stacks)",
+            "hbm_tb_s": f"{_GB300_DS}: 576 TB/s / 72 = 8 TB/s",
+            "tdp_w": "estimate: 1,400 W per Blackwell Ultra GPU in the GB300 NVL72 (200 W above GB200's)",
+            "unit_price_usd": "estimate: GB300 NVL72 racks reported at ~USD 3.5-4M (2025-2026), per GPU share "
+            "of ~USD 55,000 including the Grace CPU",
             "embodied_kgco2e": _EMBODIED_SCALED,
         },
     },

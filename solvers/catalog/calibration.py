@@ -59,6 +59,7 @@ COMPUTE_EFFICIENCY: dict[str, tuple[float, str]] = {
     "h200-sxm": (0.54, _HOPPER_GEMM + "; the H200 has the H100's compute with more HBM"),
     "b200": (0.54, _BLACKWELL_GEMM),
     "gb200": (0.54, _BLACKWELL_GEMM),
+    "gb300": (0.54, _BLACKWELL_GEMM + "; Blackwell Ultra has GB200's FP8 and BF16 rates"),
     "mi300x": (0.42, _MI300X_GEMM),
 }
 

@@ -29,6 +29,7 @@ FAMILY: dict[str, str] = {
     "h200-sxm": "hopper",
     "b200": "blackwell",
     "gb200": "blackwell",
+    "gb300": "blackwell",
 }
 """Accelerator -> calibration family (a family without a fitted figure takes Hopper's)."""
 

@@ -82,6 +82,17 @@ NODES: dict[str, dict[str, Any]] = {
             "domain; ConnectX-8 800G scale-out per GPU on current builds"
         },
     },
+    "gb300-nvl72": {
+        "name": "NVIDIA GB300 NVL72 rack (one 72-GPU NVLink domain)",
+        "accelerator": "gb300",
+        "gpus_per_node": 72,
+        "scale_up": "nvlink-switch-nvl72",
+        "scale_out": "infiniband-xdr",
+        "sources": {
+            "node": "NVIDIA GB300 NVL72 data sheet (2025): 36 Grace + 72 Blackwell Ultra GPUs in one NVLink "
+            "domain (130 TB/s); one ConnectX-8 800 Gb/s SuperNIC per GPU"
+        },
+    },
     "mi300x-platform": {
         "name": "AMD Instinct MI300X platform (8x MI300X)",
         "accelerator": "mi300x",

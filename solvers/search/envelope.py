@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from solvers.catalog.fitted import family_of
 from solvers.specs import BoolArray, ClusterSpec, FloatArray, LayoutBatch, ModelSpec, TrainingSpec
 
 ENVELOPE_FILE = Path(__file__).resolve().parent.parent / "catalog" / "validated_envelope.json"
@@ -66,17 +67,19 @@ CATEGORICAL_FEATURES: tuple[str, ...] = ("tp_across_nodes", "generation")
 FEATURES: tuple[str, ...] = (*NUMERIC_FEATURES, *CATEGORICAL_FEATURES)
 _MOE_ONLY = frozenset({"experts_per_gpu"})
 
-# Architecture of an accelerator, from the words of its name (the vendors' own product families: NVIDIA
-# A100 is Ampere, H100/H800/H200 are Hopper, B200/GB200 are Blackwell; AMD MI300X is CDNA 3). A name that
-# matches none is its own generation, which no validated run shares unless one used that accelerator.
+# Architecture of an accelerator: a catalog accelerator's calibration family (``solvers.catalog.fitted.FAMILY``,
+# the one table of it), else the words of its name (the vendors' own product families, for an accelerator a
+# scenario describes itself: NVIDIA A100 is Ampere, H100/H800/H200 are Hopper, B200/GB200 and Blackwell Ultra's
+# B300/GB300 are Blackwell; AMD MI300X is CDNA 3). A name that matches none is its own generation, which no
+# validated run shares unless one used that accelerator.
 _GENERATIONS: tuple[tuple[str, str], ...] = (
     ("A100", "ampere"),
     ("A800", "ampere"),
     ("H100", "hopper"),
     ("H800", "hopper"),
     ("H200", "hopper"),
-    ("GB200", "blackwell"),
     ("B200", "blackwell"),
+    ("B300", "blackwell"),
     ("MI300", "cdna3"),
 )
 
@@ -95,6 +98,9 @@ _LABEL = {
 
 def generation_of(accelerator_name: str) -> str:
     """The architecture of an accelerator from its catalog name. Example: "NVIDIA H100 SXM5 80GB" -> hopper."""
+    family = family_of(accelerator_name)
+    if family is not None:
+        return family
     upper = accelerator_name.upper()
     for word, generation in _GENERATIONS:
         if word in upper:

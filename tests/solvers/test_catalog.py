@@ -28,6 +28,7 @@ REQUIRED_ACCELERATORS = {
     "h200-sxm",
     "b200",
     "gb200",
+    "gb300",
     "mi300x",
 }
 REQUIRED_MODELS = {
@@ -60,9 +61,15 @@ def test_required_keys_exist() -> None:
     assert set(ACCELERATORS) >= REQUIRED_ACCELERATORS
     assert set(MODELS) >= REQUIRED_MODELS
     assert set(FABRICS) >= REQUIRED_FABRICS
-    assert {"dgx-a100-80gb", "dgx-h100", "dgx-h200", "dgx-b200", "gb200-nvl72", "mi300x-platform"} <= set(
-        NODES
-    )
+    assert {
+        "dgx-a100-80gb",
+        "dgx-h100",
+        "dgx-h200",
+        "dgx-b200",
+        "gb200-nvl72",
+        "gb300-nvl72",
+        "mi300x-platform",
+    } <= set(NODES)
 
 
 @pytest.mark.parametrize("key", sorted(ACCELERATORS))

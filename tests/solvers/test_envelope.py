@@ -330,3 +330,20 @@ def test_every_sweep_point_keeps_to_the_envelope_unless_told_otherwise() -> None
             best = search_document({**auto, "search": {"within_validated": flag}}, top=0)["best"]
             assert row["best"]["layout"] == {k: v for k, v in best["layout"].items() if k != "microbatches"}
             assert row["best"]["metrics"]["step_s"] == best["step"]["step_s"]
+
+
+def test_every_catalog_accelerator_has_the_generation_of_its_calibration_family() -> None:
+    """One table says which architecture a catalog accelerator is: the envelope's generation is the
+    calibration family wherever the catalog gives one (GB300, Blackwell Ultra, is Blackwell in both), and a
+    custom accelerator named like a catalog part falls in the same generation by the words of its name."""
+    from solvers.catalog import ACCELERATORS
+    from solvers.catalog.fitted import FAMILY
+    from solvers.search.envelope import generation_of
+
+    for key, family in FAMILY.items():
+        assert generation_of(str(ACCELERATORS[key]["name"])) == family, key
+    assert generation_of("NVIDIA GB300 (Blackwell Ultra GPU in a GB300 NVL72 rack)") == "blackwell"
+    assert generation_of("my B300 build") == "blackwell"
+    assert generation_of("NVIDIA H100 SXM5 80GB, custom clocks") == "hopper"
+    assert generation_of("AMD Instinct MI300X OAM") == "cdna3"
+    assert generation_of("Some Future Part") == "some future part"
