@@ -39,14 +39,13 @@ import numpy as np
 
 from solvers import engine
 from solvers.catalog.calibration import COMPUTE_EFFICIENCY, PRECISION_RATE_FACTOR
-from solvers.catalog.fitted import family_of, fitted_constant
+from solvers.catalog.fitted import FAMILIES, FAMILY, family_of, fitted_constant
 from solvers.corpus import MFU_METRICS, Corpus, Run
 from solvers.gemm_shape import fit_shape_half_dim, load_kernel_sources
 from solvers.inputs import resolve
 from solvers.layout import Layout
 from solvers.specs import EFFECT_DOCUMENT_DEFAULTS, EFFECT_SWITCHES, ClusterSpec, ModelSpec, TrainingSpec
 
-FAMILIES: tuple[str, ...] = ("ampere", "hopper", "blackwell")
 EFFECT_CONSTANTS: tuple[str, ...] = (
     "shape_half_dim",
     "jitter",
@@ -58,10 +57,8 @@ EFFECT_CONSTANTS: tuple[str, ...] = (
 PARAMS: tuple[str, ...] = tuple(f"eff_{f}" for f in FAMILIES) + EFFECT_CONSTANTS
 BOUNDS: dict[str, tuple[float, float]] = {
     # A large BF16 GEMM reaches at most ~80% of the dense peak (cuBLAS on A100 230-250 of 312 TFLOP/s, on
-    # H100 600-700 of 989: solvers.catalog.calibration); at least 40%.
-    "eff_ampere": (0.40, 0.85),
-    "eff_hopper": (0.40, 0.85),
-    "eff_blackwell": (0.40, 0.85),
+    # H100 600-700 of 989: solvers.catalog.calibration); at least 40%. The same for every family.
+    **{f"eff_{f}": (0.40, 0.85) for f in FAMILIES},
     # Per-rank step-time jitter of 0-3% (sigma); 3% gives 1.13x at 16,384 ranks.
     "jitter": (0.0, 0.03),
     # Busiest expert rank's load at most 1.5x the mean.
@@ -78,9 +75,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "expert_kernel_s": (0.0, 1.0e-3),
 }
 START: dict[str, float] = {
-    "eff_ampere": COMPUTE_EFFICIENCY["a100-sxm-80gb"][0],
-    "eff_hopper": COMPUTE_EFFICIENCY["h100-sxm"][0],
-    "eff_blackwell": COMPUTE_EFFICIENCY["b200"][0],
+    # each family from the hand calibration of its members (one figure per family: A100, Hopper, Blackwell)
+    **{f"eff_{FAMILY[key]}": COMPUTE_EFFICIENCY[key][0] for key in FAMILY},
     "shape_half_dim": 0.0,  # always given by kernel_constants() (solvers.gemm_shape)
     "jitter": 0.005,
     "moe_skew": 0.1,

@@ -29,9 +29,14 @@ FAMILY: dict[str, str] = {
     "h200-sxm": "hopper",
     "b200": "blackwell",
     "gb200": "blackwell",
+    # Blackwell Ultra: GB200's data-sheet FP8 and BF16 rates, in the Blackwell family. Its own family (its own
+    # fitted efficiency) was tried and predicts worse held out (docs/CONVENTIONS.md "Calibration").
     "gb300": "blackwell",
 }
 """Accelerator -> calibration family (a family without a fitted figure takes Hopper's)."""
+
+FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(FAMILY.values()))
+"""The calibration families, in the table's order (each has one fitted large-GEMM efficiency)."""
 
 FAMILY_BY_NAME: dict[str, str] = {
     str(ACCELERATORS[key]["name"]): family for key, family in FAMILY.items() if key in ACCELERATORS
