@@ -84,6 +84,8 @@ def _parse_accelerator(
             if key is None:
                 return None, {}, None
     base: dict[str, Any] = catalog.accelerator_entry(key) if key else {}
+    if base.get("caveat"):
+        r.warnings.append(f"{path}: {base['caveat']}")
     nums = read_numbers(r, given, path)
     peaks: dict[str, float] = dict(base.get("peak_tflops", {}))
     peak_source = f"accelerator preset '{key}': {base['sources']['peak_tflops']}" if key else SCENARIO

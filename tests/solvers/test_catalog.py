@@ -160,3 +160,26 @@ def test_catalog_document_is_a_copy() -> None:
 def test_did_you_mean() -> None:
     assert did_you_mean("h100", ACCELERATORS) == " (did you mean 'h100-sxm'?)"
     assert did_you_mean("zzzzzz", ACCELERATORS) == ""
+
+
+def test_an_accelerator_caveat_is_a_warning_of_every_report_on_it() -> None:
+    """A preset the model prices less well than its peers says so in each report that uses it (GB300 at
+    GB200's rates), once, with the field's path; a preset without a caveat adds no warning."""
+    from solvers import solve
+
+    def doc(node: str) -> dict[str, object]:
+        return {
+            "model": {"preset": "llama3-8b"},
+            "cluster": {"node": node, "gpus": 8, "gpus_per_node": 8},
+            "training": {"seq_len": 8192, "global_batch_seqs": 64, "precision": "fp8", "layout": {"tp": 1}},
+        }
+
+    caveats = {key: entry["caveat"] for key, entry in ACCELERATORS.items() if "caveat" in entry}
+    assert set(caveats) == {"gb300"}
+    for text in caveats.values():
+        assert isinstance(text, str) and text.strip()
+    gb300 = solve(doc("gb300-nvl72"), ranges=False)["warnings"]
+    assert [w for w in gb300 if w.startswith("cluster.accelerator: GB300 is priced at GB200's")] == [
+        f"cluster.accelerator: {caveats['gb300']}"
+    ]
+    assert not any("GB300" in w for w in solve(doc("gb200-nvl72"), ranges=False)["warnings"])
