@@ -164,7 +164,7 @@ ACCELERATORS: dict[str, dict[str, Any]] = {
         "unit_price_usd": 55_000.0,
         "embodied_kgco2e": 300.0,
         # What a report on this part should say it does not know: printed as a warning of every report whose
-        # accelerator is this preset (solvers.inputs.cluster).
+        # accelerator is this preset at its own rates (solvers.inputs.cluster).
         "caveat": "GB300 is priced at GB200's data-sheet FP8 and BF16 rates and the fitted Blackwell efficiency, "
         "but runs faster than GB200 in NVIDIA's own tables (Megatron-Bridge 25.11: 1.05-1.25x on the same "
         "release, 1.19x and 1.22x on one layout; MLPerf v5.1 Llama 3.1 8B: 1.04x and 1.16x), so its step "

@@ -84,7 +84,7 @@ def _parse_accelerator(
             if key is None:
                 return None, {}, None
     base: dict[str, Any] = catalog.accelerator_entry(key) if key else {}
-    if base.get("caveat"):
+    if base.get("caveat") and "peak_tflops" not in given:  # the caveat is about the preset's rates
         r.warnings.append(f"{path}: {base['caveat']}")
     nums = read_numbers(r, given, path)
     peaks: dict[str, float] = dict(base.get("peak_tflops", {}))

@@ -183,3 +183,9 @@ def test_an_accelerator_caveat_is_a_warning_of_every_report_on_it() -> None:
         f"cluster.accelerator: {caveats['gb300']}"
     ]
     assert not any("GB300" in w for w in solve(doc("gb200-nvl72"), ranges=False)["warnings"])
+    own_rates = doc("gb300-nvl72")
+    own_rates["cluster"]["accelerator"] = {  # type: ignore[index]
+        "preset": "gb300",
+        "peak_tflops": {"bf16": 2750.0, "fp8": 5500.0},
+    }
+    assert not any("GB300" in w for w in solve(own_rates, ranges=False)["warnings"])
