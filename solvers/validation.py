@@ -17,7 +17,9 @@ predicted throughputs (tokens/s), and whether the published best is within 3% of
 predicted throughput at least 0.97 of the highest). Targets (issue 13): held-out mean |error| <= 3 points, every run within 8, every slope
 sign right, every tau >= 0.8 with the published best within 3%. How much the held-out mean owes to which sources
 the corpus holds: ``source_bootstrap`` (the sources drawn again with replacement). Whether a report's step range
-holds the published step as often as it claims: ``range_coverage``.
+holds the published step as often as it claims: ``range_coverage``. How far apart sources are where they
+publish the same configuration (a floor under the held-out error of those runs):
+``solvers.source_agreement``.
 
 Example: ``validation_document()["summary"]["held_out_mean_abs_points"]``.
 """
@@ -50,6 +52,7 @@ from solvers.fit import (
 )
 from solvers.gemm_shape import fit_shape_half_dim, load_kernel_sources
 from solvers.published import ledger_rows, validation_corpus
+from solvers.source_agreement import format_matched, matched_configurations
 from solvers.step_uncertainty import MIN_RUNS, step_class
 from solvers.step_uncertainty import fit as fit_uncertainty
 
@@ -275,7 +278,8 @@ def step_error_percent(log_ratios: list[float]) -> dict[str, float]:
 
 
 def validation_document(corpus: Corpus | None = None) -> dict[str, Any]:
-    """``{"summary", "sources", "runs", "series", "ablations", "targets", "ledger_rows"}`` (module docstring)."""
+    """``{"summary", "sources", "runs", "series", "ablations", "matched_configurations", "targets",
+    "ledger_rows"}`` (module docstring)."""
     corpus = validation_corpus() if corpus is None else corpus
     prepared = prepare(corpus)
     legacy = prepare(corpus, effects=False)
@@ -413,6 +417,7 @@ def validation_document(corpus: Corpus | None = None) -> dict[str, Any]:
         "runs": runs,
         "series": series,
         "ablations": ablations,
+        "matched_configurations": matched_configurations({p.run.id: p.run.scenario for p in prepared}, runs),
         "ledger_rows": ledger_rows(),
     }
 
@@ -558,6 +563,7 @@ def format_validation(document: dict[str, Any]) -> str:
                 f"  {a['ablation']}: Kendall tau {a['kendall_tau']:+.2f}, published best {a['published_best']}, "
                 f"predicted best {a['predicted_best']}, within 3%: {'yes' if a['published_best_within_3pct'] else 'NO'}"
             )
+    lines += ["", *format_matched(document["matched_configurations"])]
     if document["ledger_rows"]:
         lines += ["", "reliability and schedule (Llama 3 405B, solvers.published)"]
         for r in document["ledger_rows"]:
