@@ -1,30 +1,33 @@
-"""Where two sources publish the same configuration: how far apart they are once the engine has accounted
-for what differs (``python -m solvers validate``, section "sources at one configuration").
+"""Where two sources publish the same configuration, or the same run: how far apart they are
+(``python -m solvers validate``, section "sources at one configuration").
 
 Two runs share a configuration when their resolved model, cluster and training are equal but for the GPU
 count and what follows from it (the data-parallel degree), the scale-out fabric, the global batch and
 ``training.efficiency`` (the overlap and effect switches are translation conventions of each source's notes,
-not something its table states); site and economics do not move a step. Within such a group the engine's
-held-out prediction already accounts for what differs (data-parallel traffic over the stated fabric, pipeline
-bubble, stragglers), so what
-is left between two sources' residuals is either the software stack (tuning, kernels, settings no table
-states) or a dependence on scale or batch that the engine gets wrong and that happens to separate the sources.
-Neither is something a prediction from the configuration can remove, so the group's spread is a floor under
-the held-out error of its runs.
+not something its table states); site and economics do not move a step. They are the same run when they
+share a configuration and also the GPU count, the global batch and the fabric.
 
-For a group with sources ``s`` holding ``n_s`` runs and mean held-out error ``m_s`` (MFU points):
+Two figures, for two questions:
 
-* ``gap_points = max_s m_s - min_s m_s``;
-* ``floor_points = min_c sum_s n_s |m_s - c| / sum_s n_s`` (``c`` at a weighted median of the ``m_s``): the
-  least mean |error| over the group's runs of any prediction that shifts the configuration by one amount,
-  however well it followed each source's own runs.
+* **Gap** (per configuration): ``max_s m_s - min_s m_s`` over the sources' mean held-out errors ``m_s`` (MFU
+  points). The engine has already accounted for what differs inside the group, so a gap is a mix of software
+  stacks (tuning, kernels, settings no table states) and of GPU-count, batch or fabric effects the engine
+  misses, which separate the sources whenever they publish at different scales (they mostly do). A gap says
+  where to look, not how much of the error is irreducible; each source's runs are also predicted by a fit
+  without that source, so two sources' errors come from different calibrations.
+* **Floor** (over the same runs): whatever a model predicts, it gives the same figure for the same run, so
+  over a set of same runs from several sources its mean |error| is at least
+  ``min_c sum_i |p_i - c| / n`` over the published MFUs ``p_i`` (``c`` at their median). This needs no
+  model and no calibration: it is the disagreement of the data itself, and the part of the held-out error
+  that no change to the engine can remove on those runs.
 
-Example: two sources, one run each, at +4 and -1 points: gap 5, floor 2.5 (any ``c`` between them).
+Example: one same run published at 38.8% and 39.1% MFU by two sources: floor 0.15 points.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from solvers.canonical import canonical_hash
@@ -43,6 +46,8 @@ VARYING: frozenset[str] = frozenset(
         "training.layout.dp",
     }
 )
+# Of those, the ones the same run shares too (the data-parallel degree and the batch in sequences follow).
+SAME_RUN: tuple[str, ...] = ("cluster.gpus", "cluster.scale_out", "training.global_batch_tokens")
 
 
 def _without(value: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -55,93 +60,140 @@ def _without(value: dict[str, Any], prefix: str) -> dict[str, Any]:
     return out
 
 
-def configuration_key(scenario: Any) -> str:
-    """The hash of a scenario's resolved ``PARTS`` without the fields of ``VARYING``.
+def _at(document: dict[str, Any], path: str) -> Any:
+    value: Any = document
+    for key in path.split("."):
+        value = value[key]
+    return value
 
-    Example: two scenarios that differ only in ``cluster.gpus``, ``training.global_batch_seqs`` and the site
-    share a key; a different ``training.layout.tp`` gives another.
+
+def run_keys(scenario: Any) -> tuple[str, str]:
+    """``(configuration, same run)``: the hash of the scenario's resolved ``PARTS`` without the fields of
+    ``VARYING``, and the same with the ``SAME_RUN`` values added.
+
+    Example: two scenarios that differ only in ``cluster.gpus`` share the first key and not the second; two
+    that differ only in the site or in ``training.efficiency`` share both; another ``training.layout.tp``
+    shares neither.
     """
     _, document = resolve_with_document(scenario, step=False)
-    return canonical_hash({part: _without(document[part], part) for part in PARTS})
+    configuration = canonical_hash({part: _without(document[part], part) for part in PARTS})
+    same_run = canonical_hash([configuration, *(_at(document, path) for path in SAME_RUN)])
+    return configuration, same_run
 
 
-def weighted_floor(means: list[float], weights: list[int]) -> float:
-    """``min_c sum_i w_i |m_i - c| / sum_i w_i``: reached at a weighted median of ``means``.
+def configuration_key(scenario: Any) -> str:
+    """The first of ``run_keys``."""
+    return run_keys(scenario)[0]
+
+
+def weighted_floor(values: Sequence[float], weights: Sequence[float]) -> float:
+    """``min_c sum_i w_i |v_i - c| / sum_i w_i``: convex and piecewise linear in ``c``, so reached at one of the
+    values (a weighted median).
 
     Example: ``weighted_floor([4.0, -1.0], [1, 1]) == 2.5``; ``weighted_floor([4.0, -1.0], [3, 1]) == 1.25``.
     """
+    if len(values) != len(weights) or not values or any(not w > 0 for w in weights):
+        raise ValueError("weights must be positive and as many as the values")
+    if not all(math.isfinite(v) for v in (*values, *weights)):
+        raise ValueError("values and weights must be finite")
     total = sum(weights)
-    if total <= 0 or len(means) != len(weights):
-        raise ValueError("weights must be positive and as many as the means")
-    # Piecewise linear and convex in c: its minimum lies at one of the means.
-    return min(sum(w * abs(m - c) for m, w in zip(means, weights, strict=True)) for c in means) / total
+    return min(sum(w * abs(v - c) for v, w in zip(values, weights, strict=True)) for c in values) / total
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
 
 
 def matched_configurations(scenarios: Mapping[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The groups of runs that share a configuration across at least two sources, and their summary.
+    """The groups of runs that share a configuration across at least two sources, the same runs among them,
+    and their summary.
 
     ``scenarios`` maps a run id to its scenario document; ``runs`` are the rows of the validation document
     (``id``, ``source``, ``gpus``, ``held_out.error_points``, ``held_out.mfu_published``). Returns
-    ``{"groups": [...], "summary": {...}}``; the summary's ``floor_points`` is the run-weighted mean of the
-    groups' floors and ``held_out_points`` the held-out mean |error| of the same runs.
+    ``{"groups": [...], "same_runs": [...], "summary": {...}}``.
     """
-    by_key: dict[str, list[dict[str, Any]]] = {}
+    keys = {row["id"]: run_keys(scenarios[row["id"]]) for row in runs}
+    by_configuration: dict[str, list[dict[str, Any]]] = {}
     for row in runs:
-        by_key.setdefault(configuration_key(scenarios[row["id"]]), []).append(row)
+        by_configuration.setdefault(keys[row["id"]][0], []).append(row)
     groups: list[dict[str, Any]] = []
-    for members in by_key.values():
+    same_runs: list[dict[str, Any]] = []
+    for members in by_configuration.values():
         sources = sorted({r["source"] for r in members})
         if len(sources) < 2:
             continue
         per_source = []
         for source in sources:
-            errors = [r["held_out"]["error_points"] for r in members if r["source"] == source]
-            published = [r["held_out"]["mfu_published"] for r in members if r["source"] == source]
+            mine = [r for r in members if r["source"] == source]
             per_source.append(
                 {
                     "source": source,
-                    "runs": len(errors),
-                    "gpus": sorted(r["gpus"] for r in members if r["source"] == source),
-                    "published_mfu_mean": sum(published) / len(published),
-                    "held_out_error_points_mean": sum(errors) / len(errors),
+                    "runs": len(mine),
+                    "gpus": sorted(r["gpus"] for r in mine),
+                    "published_mfu_mean": _mean([r["held_out"]["mfu_published"] for r in mine]),
+                    "held_out_error_points_mean": _mean([r["held_out"]["error_points"] for r in mine]),
                 }
             )
         means = [s["held_out_error_points_mean"] for s in per_source]
-        weights = [s["runs"] for s in per_source]
         groups.append(
             {
                 "runs": sorted(r["id"] for r in members),
                 "sources": per_source,
                 "gap_points": max(means) - min(means),
-                "floor_points": weighted_floor(means, weights),
-                "held_out_mean_abs_points": sum(abs(r["held_out"]["error_points"]) for r in members)
-                / len(members),
+                "held_out_mean_abs_points": _mean([abs(r["held_out"]["error_points"]) for r in members]),
             }
         )
+        by_run: dict[str, list[dict[str, Any]]] = {}
+        for r in members:
+            by_run.setdefault(keys[r["id"]][1], []).append(r)
+        for same in by_run.values():
+            if len({r["source"] for r in same}) < 2:
+                continue
+            published = [r["held_out"]["mfu_published"] * 100.0 for r in same]
+            same_runs.append(
+                {
+                    "runs": sorted(r["id"] for r in same),
+                    "sources": sorted({r["source"] for r in same}),
+                    "gpus": same[0]["gpus"],
+                    "published_mfu": sorted(p / 100.0 for p in published),
+                    "floor_points": weighted_floor(published, [1.0] * len(published)),
+                    "held_out_mean_abs_points": _mean([abs(r["held_out"]["error_points"]) for r in same]),
+                }
+            )
     groups.sort(key=lambda g: -g["gap_points"])
-    count = sum(len(g["runs"]) for g in groups)
+    same_runs.sort(key=lambda s: -s["floor_points"])
+    in_groups = sum(len(g["runs"]) for g in groups)
+    in_same = sum(len(s["runs"]) for s in same_runs)
     summary = {
         "groups": len(groups),
-        "runs": count,
-        "floor_points": sum(g["floor_points"] * len(g["runs"]) for g in groups) / count if count else 0.0,
-        "held_out_points": sum(g["held_out_mean_abs_points"] * len(g["runs"]) for g in groups) / count
-        if count
-        else 0.0,
+        "runs": in_groups,
         "largest_gap_points": groups[0]["gap_points"] if groups else 0.0,
+        "held_out_points": sum(g["held_out_mean_abs_points"] * len(g["runs"]) for g in groups) / in_groups
+        if in_groups
+        else 0.0,
+        "same_run_sets": len(same_runs),
+        "same_run_runs": in_same,
+        "same_run_floor_points": sum(s["floor_points"] * len(s["runs"]) for s in same_runs) / in_same
+        if in_same
+        else 0.0,
+        "same_run_held_out_points": sum(s["held_out_mean_abs_points"] * len(s["runs"]) for s in same_runs)
+        / in_same
+        if in_same
+        else 0.0,
     }
-    return {"groups": groups, "summary": summary}
+    return {"groups": groups, "same_runs": same_runs, "summary": summary}
 
 
 def format_matched(document: dict[str, Any]) -> list[str]:
-    """The section's lines of ``validate``'s text: the summary, then each group with its sources."""
+    """The section's lines of ``validate``'s text: the summary, each group with its sources, each same run."""
     s = document["summary"]
     if not s["groups"]:
         return ["sources at one configuration: none (no two sources publish the same configuration)"]
     lines = [
         f"sources at one configuration (resolved model, cluster and training equal but GPUs, fabric, batch and "
-        f"efficiency): {s['groups']} "
-        f"groups, {s['runs']} runs; held-out mean |error| on them {s['held_out_points']:.2f} points, of which at "
-        f"least {s['floor_points']:.2f} is the sources disagreeing (largest gap {s['largest_gap_points']:.1f} points)"
+        f"efficiency): {s['groups']} groups, {s['runs']} runs, held-out mean |error| {s['held_out_points']:.2f} "
+        f"points; the sources' mean errors differ by up to {s['largest_gap_points']:.1f} points (software stacks, "
+        f"and GPU-count, batch or fabric effects the engine misses)"
     ]
     for g in document["groups"]:
         parts = "; ".join(
@@ -149,5 +201,18 @@ def format_matched(document: dict[str, Any]) -> list[str]:
             f"{x['published_mfu_mean'] * 100:.1f}%, error {x['held_out_error_points_mean']:+.1f}"
             for x in g["sources"]
         )
-        lines.append(f"  gap {g['gap_points']:.1f}, floor {g['floor_points']:.1f}: {parts}")
+        lines.append(f"  gap {g['gap_points']:.1f}: {parts}")
+    if not s["same_run_sets"]:
+        lines.append("the same run from two sources (configuration, GPUs, batch and fabric): none")
+        return lines
+    lines.append(
+        f"the same run from two sources (configuration, GPUs, batch and fabric): {s['same_run_sets']} sets, "
+        f"{s['same_run_runs']} runs; any model errs on them by at least {s['same_run_floor_points']:.2f} points on "
+        f"average (the published figures' own spread), against {s['same_run_held_out_points']:.2f} held out"
+    )
+    for x in document["same_runs"]:
+        published = ", ".join(f"{p * 100:.1f}%" for p in x["published_mfu"])
+        lines.append(
+            f"  {x['gpus']} GPUs, {' / '.join(x['sources'])}: {published} (floor {x['floor_points']:.2f})"
+        )
     return lines

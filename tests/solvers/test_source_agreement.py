@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solvers.source_agreement import configuration_key, format_matched, matched_configurations, weighted_floor
+from solvers.source_agreement import (
+    configuration_key,
+    format_matched,
+    matched_configurations,
+    run_keys,
+    weighted_floor,
+)
 
 BASE: dict[str, Any] = {
     "model": {"preset": "llama3-70b"},
@@ -47,10 +54,25 @@ def test_gpus_batch_fabric_efficiency_site_and_labels_do_not_change_the_configur
     assert configuration_key(same) == key
 
 
+def test_the_same_run_also_shares_gpus_batch_and_fabric() -> None:
+    configuration, same_run = run_keys(BASE)
+    relabelled = _variant(site__region="iceland", training__efficiency={"overlap": {"tp": 0.5}}, name="x")
+    assert run_keys(relabelled) == (configuration, same_run)
+    for changes in (
+        {"cluster__gpus": 128},
+        {"training__global_batch_seqs": 128},
+        {"cluster__scale_out": "infiniband-xdr"},
+    ):
+        other = run_keys(_variant(**changes))
+        assert other[0] == configuration and other[1] != same_run, changes
+
+
 @pytest.mark.parametrize(
     "changes",
     [
         {"training__layout": {"tp": 4, "pp": 2, "zero_stage": 1}},
+        {"training__layout": {"tp": 8, "pp": 2, "zero_stage": 3}},
+        {"training__layout": {"tp": 8, "pp": 2, "zero_stage": 1, "microbatch_seqs": 2}},
         {"training__precision": "fp8"},
         {"training__seq_len": 4096, "training__global_batch_seqs": 128},
         {"cluster__node": "dgx-b200"},
@@ -65,10 +87,44 @@ def test_weighted_floor_worked_examples() -> None:
     assert weighted_floor([4.0, -1.0], [1, 1]) == 2.5
     assert weighted_floor([4.0, -1.0], [3, 1]) == 1.25
     assert weighted_floor([2.0], [5]) == 0.0
-    with pytest.raises(ValueError, match="weights"):
-        weighted_floor([1.0, 2.0], [1])
-    with pytest.raises(ValueError, match="weights"):
-        weighted_floor([1.0], [0])
+    assert weighted_floor([38.8, 39.1], [1, 1]) == pytest.approx(0.15)
+
+
+@pytest.mark.parametrize(
+    ("values", "weights"),
+    [
+        ([1.0, 2.0], [1]),
+        ([1.0], [0]),
+        ([1.0, 5.0], [-1, 3]),
+        ([], []),
+        ([math.nan], [1]),
+        ([1.0], [math.inf]),
+    ],
+)
+def test_weighted_floor_refuses_bad_weights_and_values(values: list[float], weights: list[float]) -> None:
+    with pytest.raises(ValueError, match=r"weights|finite"):
+        weighted_floor(values, weights)
+
+
+@given(
+    st.lists(
+        st.tuples(st.floats(-20.0, 20.0, allow_nan=False), st.integers(1, 5)),
+        min_size=1,
+        max_size=6,
+    ),
+    st.floats(-30.0, 30.0, allow_nan=False),
+)
+def test_the_floor_is_the_least_weighted_mean_distance(pairs: list[tuple[float, int]], c: float) -> None:
+    values = [v for v, _ in pairs]
+    weights = [w for _, w in pairs]
+    floor = weighted_floor(values, weights)
+    total = sum(weights)
+    assert floor <= sum(w * abs(v - c) for v, w in pairs) / total + 1e-9
+    # brute force over a fine grid of c between the extremes never does better
+    lo, hi = min(values), max(values)
+    grid = [lo + (hi - lo) * k / 400 for k in range(401)]
+    best = min(sum(w * abs(v - x) for v, w in pairs) for x in grid) / total
+    assert floor <= best + 1e-9 and best <= floor + (hi - lo) / 400 + 1e-9
 
 
 def _row(run_id: str, source: str, error: float, gpus: int = 64, published: float = 0.4) -> dict[str, Any]:
@@ -80,57 +136,60 @@ def _row(run_id: str, source: str, error: float, gpus: int = 64, published: floa
     }
 
 
-def test_a_group_needs_two_sources_and_gives_its_gap_and_floor() -> None:
+def test_groups_need_two_sources_and_same_runs_give_the_published_spread() -> None:
     scenarios = {
         "a1": BASE,
         "a2": _variant(cluster__gpus=128, training__global_batch_seqs=128),
-        "b1": _variant(cluster__gpus=256),
+        "b1": _variant(
+            cluster__gpus=128, training__global_batch_seqs=128, site__region="iceland"
+        ),  # a2's run
+        "b2": _variant(cluster__gpus=256),
         "c1": _variant(training__precision="fp8"),  # another configuration, one source: no group
         "c2": _variant(training__precision="fp8", cluster__gpus=128),
     }
     rows = [
         _row("a1", "a", 3.0),
-        _row("a2", "a", 5.0, gpus=128),
-        _row("b1", "b", -2.0, gpus=256, published=0.5),
+        _row("a2", "a", 5.0, gpus=128, published=0.40),
+        _row("b1", "b", -1.0, gpus=128, published=0.43),
+        _row("b2", "b", -3.0, gpus=256, published=0.5),
         _row("c1", "c", 9.0),
         _row("c2", "c", 9.0, gpus=128),
     ]
     doc = matched_configurations(scenarios, rows)
     assert len(doc["groups"]) == 1
     group = doc["groups"][0]
-    assert group["runs"] == ["a1", "a2", "b1"]
+    assert group["runs"] == ["a1", "a2", "b1", "b2"]
     assert [(s["source"], s["runs"], s["gpus"]) for s in group["sources"]] == [
         ("a", 2, [64, 128]),
-        ("b", 1, [256]),
+        ("b", 2, [128, 256]),
     ]
-    assert group["sources"][1]["published_mfu_mean"] == 0.5
+    assert group["sources"][1]["published_mfu_mean"] == pytest.approx(0.465)
     assert group["gap_points"] == 6.0  # source means +4 and -2
-    assert group["floor_points"] == 2.0  # c = +4: (2 x 0 + 1 x 6) / 3
-    assert group["held_out_mean_abs_points"] == pytest.approx(10.0 / 3.0)
+    assert group["held_out_mean_abs_points"] == 3.0
+    assert len(doc["same_runs"]) == 1
+    same = doc["same_runs"][0]
+    assert same["runs"] == ["a2", "b1"] and same["sources"] == ["a", "b"] and same["gpus"] == 128
+    assert same["published_mfu"] == [0.40, 0.43]
+    assert same["floor_points"] == pytest.approx(1.5)  # 40% and 43%: any c between them, mean distance 1.5
+    assert same["held_out_mean_abs_points"] == 3.0
     assert doc["summary"] == {
         "groups": 1,
-        "runs": 3,
-        "floor_points": 2.0,
-        "held_out_points": pytest.approx(10.0 / 3.0),
+        "runs": 4,
         "largest_gap_points": 6.0,
+        "held_out_points": 3.0,
+        "same_run_sets": 1,
+        "same_run_runs": 2,
+        "same_run_floor_points": pytest.approx(1.5),
+        "same_run_held_out_points": 3.0,
     }
     text = "\n".join(format_matched(doc))
-    assert "1 groups, 3 runs" in text and "gap 6.0, floor 2.0" in text and "a (2 at 64,128 GPUs)" in text
+    assert "1 groups, 4 runs" in text and "gap 6.0: a (2 at 64,128 GPUs)" in text
+    assert "1 sets, 2 runs; any model errs on them by at least 1.50 points" in text
+    assert "128 GPUs, a / b: 40.0%, 43.0% (floor 1.50)" in text
 
 
-@given(
-    st.lists(
-        st.lists(st.floats(min_value=-20.0, max_value=20.0, allow_nan=False), min_size=1, max_size=4),
-        min_size=1,
-        max_size=5,
-    )
-)
-def test_the_floor_lies_between_zero_and_both_the_error_it_bounds_and_the_gap(
-    errors: list[list[float]],
-) -> None:
-    means = [sum(e) / len(e) for e in errors]
-    weights = [len(e) for e in errors]
-    floor = weighted_floor(means, weights)
-    mean_abs = sum(abs(x) for e in errors for x in e) / sum(weights)
-    assert 0.0 <= floor <= mean_abs + 1e-9
-    assert floor <= max(means) - min(means) + 1e-9
+def test_without_same_runs_the_section_says_so() -> None:
+    scenarios = {"a1": BASE, "b1": _variant(cluster__gpus=128)}
+    doc = matched_configurations(scenarios, [_row("a1", "a", 1.0), _row("b1", "b", 2.0, gpus=128)])
+    assert doc["summary"]["same_run_sets"] == 0 and doc["summary"]["same_run_floor_points"] == 0.0
+    assert format_matched(doc)[-1].endswith("batch and fabric): none")
