@@ -31,8 +31,8 @@ Overlap windows (hidden communication never exceeds the compute it hides behind,
 hide behind the whole step's compute (MegaScale §3.2: TP/SP collectives fused with the neighbouring GEMMs,
 pipeline sends posted asynchronously); CP behind the attention compute (ring/all-gather K/V overlapped
 with attention blocks); EP behind the MoE layers' compute (DualPipe pairs, MegaScale-MoE §4); DP behind one
-microbatch's compute, since gradients are final only in the last microbatch's backward and weights are
-needed in the first microbatch's forward (MegaScale §3.2, Megatron-LM's overlapped gradient reduce).
+microbatch's compute (gradients final only in the last one's backward, weights needed in the first one's
+forward: MegaScale §3.2), or for ZeRO-3 with ``zero3_exchange: every_microbatch`` behind each microbatch's.
 
 Other conventions (CONTRACT.md "Conventions fixed in v1" are binding): ``gpus = tp*cp*pp*dp``; experts are
 carved from ``dp*cp`` and use ``expert_tp``; uneven stages are allowed and the busiest (``ceil(L/pp)``
@@ -521,6 +521,9 @@ def _step(
         buckets=layers_busiest,
         links=links,
     )
+    every_mb = training.zero3_exchange == "every_microbatch"  # ZeRO-3 accumulating: the exchange in each one
+    dp_rounds: Num = where(lay.zero_stage >= 3, m, 1.0) if every_mb else 1.0
+    dp_x = exchanges.every_microbatch(dp_x, dp_rounds) if every_mb else dp_x
     per_tensor_s: Num = 0.0
     if fx.zero3_per_tensor_collectives and moe is None:
         # DeepSpeed's ZeRO-3 issues one synchronised ring collective per parameter tensor (dense models).
@@ -577,7 +580,7 @@ def _step(
     hidden_cp = minimum(ov.cp * cp_x.time_s, compute_s * attention_core_share)
     hidden_pp = minimum(ov.pp * pp_x.time_s, compute_s)
     # the per-tensor collectives wait on torch.cuda.synchronize(): no overlap hides them
-    hidden_dp = minimum(ov.dp * (dp_x.time_s - per_tensor_s), microbatch_s)
+    hidden_dp = minimum(ov.dp * (dp_x.time_s - per_tensor_s), microbatch_s * dp_rounds)
     hidden_ep = minimum(ov.ep * ep_x.time_s, compute_s * moe_share)
     # Together the hidden exchanges never exceed the compute they hide behind either: each window above is a
     # share of the same compute, so when their sum would pass it every hidden share shrinks in proportion

@@ -32,6 +32,8 @@ SCHEDULES: tuple[str, ...] = ("gpipe", "1f1b", "interleaved", "zero_bubble", "du
 RECOMPUTE_POLICIES: tuple[str, ...] = ("none", "selective", "full")
 GRAD_REDUCE_DTYPES: tuple[str, ...] = ("bf16", "fp32")
 PIPELINE_SPLITS: tuple[str, ...] = ("balanced", "even")
+# When ZeRO-3 exchanges parameters and gradients in a step of several microbatches (``training.zero3_exchange``).
+ZERO3_EXCHANGES: tuple[str, ...] = ("once_per_step", "every_microbatch")
 
 # Integer codes used inside LayoutBatch arrays; the index in the tuples above.
 SCHEDULE_CODE: dict[str, int] = {name: i for i, name in enumerate(SCHEDULES)}
@@ -310,6 +312,13 @@ class TrainingSpec:
     # ``even`` (every stage ``ceil(L/p)`` layers and the last the rest, the output layer on top of the last
     # one's). Read only by the ``pipeline_ends`` effect.
     pipeline_split: str = "balanced"
+    # When ZeRO-3 (``zero_stage`` 3) gathers the parameters and reduce-scatters the gradients in a step of several
+    # microbatches (``ZERO3_EXCHANGES``): ``once_per_step`` (the scenario document's default, CONTRACT.md v1: the
+    # parameters stay gathered across the microbatches and the gradients are reduced after the last, as a
+    # pipeline schedule over FSDP2 or Megatron's distributed optimizer does) or ``every_microbatch`` (every
+    # microbatch gathers and reduce-scatters again, as PyTorch FSDP FULL_SHARD and DeepSpeed ZeRO-3 do in a
+    # gradient-accumulation loop). Read by the engine for ZeRO-3 layouts only.
+    zero3_exchange: str = "once_per_step"
     effects: EffectsSpec = field(default_factory=EffectsSpec)
 
 

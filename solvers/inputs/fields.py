@@ -32,6 +32,7 @@ from solvers.specs import (
     PRECISIONS,
     RECOMPUTE_POLICIES,
     SCHEDULES,
+    ZERO3_EXCHANGES,
 )
 
 SCHEMA_VERSION = 1
@@ -534,6 +535,17 @@ FIELDS += (
         "(Llama 3 §3.3.2; Megatron-Core account_for_loss_in_pipeline_split); even = ceil(L/p) layers per stage and "
         "the rest on the last (L/p each when p divides L), the "
         "output layer on top of the last (Megatron-LM before September 2024)",
+    ),
+    # When ZeRO-3 exchanges parameters and gradients in a step of several microbatches: once per step unless a
+    # source states or implies a gradient-accumulation loop that gathers and reduces again each microbatch.
+    Field(
+        "training.zero3_exchange",
+        "choice",
+        choices=ZERO3_EXCHANGES,
+        default="once_per_step",
+        source="convention (CONTRACT.md v1): ZeRO-3 gathers the parameters and reduce-scatters the gradients once "
+        "per step (a pipeline schedule over FSDP2, Megatron's distributed optimizer); every_microbatch = again in "
+        "every microbatch, as PyTorch FSDP FULL_SHARD and DeepSpeed ZeRO-3 do in a gradient-accumulation loop",
     ),
     *_LAYOUT_FIELDS,
     _obj("training.efficiency"),

@@ -153,6 +153,7 @@ def parse_training(
     fused_elementwise = bool(table_default(r, path, "fused_elementwise", nums))
     attention_kernel = str(table_default(r, path, "attention_kernel", nums))
     pipeline_split = str(table_default(r, path, "pipeline_split", nums))
+    zero3_exchange = str(table_default(r, path, "zero3_exchange", nums))
     runs_on = KERNEL_FAMILIES.get(attention_kernel)
     if runs_on is not None and family_of(cluster.accelerator.name) not in runs_on:
         r.error(
@@ -252,6 +253,7 @@ def parse_training(
         fused_elementwise=fused_elementwise,
         attention_kernel=attention_kernel,
         pipeline_split=pipeline_split,
+        zero3_exchange=zero3_exchange,
         effects=effects,
     )
     doc = {
@@ -264,6 +266,7 @@ def parse_training(
         "fused_elementwise": fused_elementwise,
         "attention_kernel": attention_kernel,
         "pipeline_split": pipeline_split,
+        "zero3_exchange": zero3_exchange,
         "layout": "auto" if auto else dict(layouts[0]),
         "efficiency": {"compute": efficiency, "overlap": overlap, "effects": switches},
         "checkpoint": checkpoint,

@@ -1,0 +1,94 @@
+"""``training.zero3_exchange``: ZeRO-3's data-parallel exchange once per step (v1) or in every microbatch."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solvers import ScenarioError, resolve, solve
+from solvers.exchanges import Exchange, every_microbatch
+
+FSDP: dict[str, Any] = {
+    "model": {"preset": "llama3-70b"},
+    "cluster": {"node": "dgx-h100", "gpus": 32},
+    "training": {
+        "seq_len": 4096,
+        "global_batch_seqs": 1024,
+        "layout": {"tp": 1, "pp": 1, "cp": 1, "microbatch_seqs": 2, "zero_stage": 3, "recompute": "full"},
+    },
+}
+
+
+def _step(doc: dict[str, Any], **training: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(doc)
+    doc["training"].update(training)
+    step: dict[str, Any] = dict(solve(doc, ranges=False)["step"])
+    return step
+
+
+def test_the_default_is_once_per_step_and_is_noted() -> None:
+    r = resolve(FSDP)
+    assert r.training.zero3_exchange == "once_per_step"
+    notes = {a["key"]: a for a in r.assumptions}
+    assert notes["training.zero3_exchange"]["value"] == "once_per_step"
+    assert notes["training.zero3_exchange"]["source"].startswith("convention (CONTRACT.md v1)")
+    assert _step(FSDP) == _step(FSDP, zero3_exchange="once_per_step")
+
+
+def test_an_unknown_value_is_refused_with_its_path() -> None:
+    with pytest.raises(ScenarioError) as err:
+        resolve({**FSDP, "training": {**FSDP["training"], "zero3_exchange": "sometimes"}})
+    assert [e.path for e in err.value.errors] == ["training.zero3_exchange"]
+    assert "once_per_step" in err.value.errors[0].message
+
+
+def test_every_microbatch_multiplies_the_exchange_by_the_microbatches() -> None:
+    once = _step(FSDP)
+    every = _step(FSDP, zero3_exchange="every_microbatch")
+    m = 1024 // (32 * 2)  # 16 microbatches per data-parallel rank
+    assert every["comm_s"]["dp"] == pytest.approx(m * once["comm_s"]["dp"])
+    # no overlap stated: all of it exposed, the step longer by the difference
+    assert every["step_s"] - once["step_s"] == pytest.approx(every["comm_s"]["dp"] - once["comm_s"]["dp"])
+
+
+def test_each_microbatch_hides_its_exchange_behind_its_own_compute() -> None:
+    doc = copy.deepcopy(FSDP)
+    doc["training"]["efficiency"] = {"overlap": {"dp": 0.9}}
+    once, every = _step(doc), _step(doc, zero3_exchange="every_microbatch")
+    # 16 x 1.97 s against 16 microbatches of 8.4 s: 90% hidden in both, 16 times over
+    assert once["exposed_comm_s"]["dp"] == pytest.approx(0.1 * once["comm_s"]["dp"])
+    assert every["exposed_comm_s"]["dp"] == pytest.approx(0.1 * every["comm_s"]["dp"])
+    # the hidden exchange still takes SMs: compute grows by about 0.15 of the extra hidden time (times the
+    # straggler factor)
+    hidden = every["comm_s"]["dp"] - every["exposed_comm_s"]["dp"]
+    hidden_once = once["comm_s"]["dp"] - once["exposed_comm_s"]["dp"]
+    assert every["compute_s"] - once["compute_s"] == pytest.approx(0.15 * (hidden - hidden_once), rel=0.05)
+
+
+def test_it_changes_nothing_without_zero3_or_with_one_microbatch() -> None:
+    zero1 = copy.deepcopy(FSDP)
+    zero1["training"]["layout"] = {**zero1["training"]["layout"], "zero_stage": 1}
+    assert _step(zero1, zero3_exchange="every_microbatch") == _step(zero1)
+    one = copy.deepcopy(FSDP)
+    one["training"]["global_batch_seqs"] = 64  # 32 ranks x 2 sequences: one microbatch
+    assert _step(one, zero3_exchange="every_microbatch") == _step(one)
+
+
+def test_the_exchange_multiplied_keeps_its_burst() -> None:
+    dp = Exchange(bytes_per_gpu=10.0, time_s=2.0, nic_bytes=4.0, burst_bytes=1.0)
+    assert every_microbatch(dp, 3.0) == Exchange(
+        bytes_per_gpu=30.0, time_s=6.0, nic_bytes=12.0, burst_bytes=1.0
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 32), st.sampled_from([1, 2, 4]))
+def test_every_microbatch_is_never_faster(microbatches: int, microbatch: int) -> None:
+    doc = copy.deepcopy(FSDP)
+    doc["training"]["global_batch_seqs"] = 32 * microbatch * microbatches
+    doc["training"]["layout"] = {**doc["training"]["layout"], "microbatch_seqs": microbatch}
+    assert _step(doc, zero3_exchange="every_microbatch")["step_s"] >= _step(doc)["step_s"]
