@@ -158,7 +158,8 @@ def test_default_search_best_for_llama3_405b_is_within_5_percent_or_warns(llama3
     DeepSeek-V3 rows of MLPerf Training v6.0 and the GB300 rows of MLPerf v5.1 and Megatron-Bridge 25.11 in the
     corpus (the GB200 DeepSeek-V3 rows, which the engine predicts 1.3x to 1.9x too fast, move the shared FP8 rate
     factor from 0.878 to 0.807 and the Hopper efficiency from 0.679 to 0.720 in the fit; 5.03% with the v6.0
-    rows alone), 5.02% with MosaicML's MPT rows as well (Hopper 0.705, FP8 factor 0.821); 4.87% before them (solver 1.7.0 after the multi-token-prediction
+    rows alone), 5.02% with MosaicML's MPT rows as well (Hopper 0.705, FP8 factor 0.821); 4.87% before them
+    (solver 1.7.0 after the multi-token-prediction
     refit; 4.88% with the Cauchy loss of the fit before it; 4.93% with 23 sources, the pipeline fill and the SC'21
     layouts under Huber's; 4.98% (4.99% before the refit) with tp 4, cp 4 if
     the envelope still counted runs the model misses by more than 8 points held out,
