@@ -364,7 +364,8 @@ def every_microbatch(dp: Exchange, rounds: Num) -> Exchange:
     reshards after each backward and reduce-scatters in its post-backward hook) and DeepSpeed's ZeRO-3 (which
     partitions the gradients at every micro-step) gather the parameters and reduce-scatter the gradients in every
     microbatch, where the v1 convention counts one exchange per step. The burst (one collective) is unchanged.
-    Example: 16 microbatches of Llama 2 70B under FSDP on 32 H100 -> 16 times the bytes and the time.
+    Example: Llama 3 70B under FSDP on 32 H100, 16 microbatches of 2 x 4,096 tokens: 1.97 s -> 31.4 s a step
+    (``tests/solvers/test_zero3_exchange.py``).
     """
     return dp._replace(
         bytes_per_gpu=dp.bytes_per_gpu * rounds, time_s=dp.time_s * rounds, nic_bytes=dp.nic_bytes * rounds

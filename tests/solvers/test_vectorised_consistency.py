@@ -132,6 +132,19 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
             llama_cluster,
             dataclasses.replace(llama_tr, effects=effects, pipeline_split="even"),
         ),
+        # ZeRO-3's exchange in every microbatch (the random layouts draw every ZeRO stage and reshard flag)
+        (
+            "llama3-405b-effects-zero3-every-microbatch",
+            LLAMA3_405B,
+            llama_cluster,
+            dataclasses.replace(llama_tr, effects=effects, zero3_exchange="every_microbatch"),
+        ),
+        (
+            "deepseek-v3-effects-zero3-every-microbatch",
+            DEEPSEEK_V3,
+            ds_cluster,
+            dataclasses.replace(ds_tr, effects=effects, zero3_exchange="every_microbatch"),
+        ),
         # the preset's multi-token-prediction module (model.mtp_layers 1) on the last stage
         ("deepseek-v3-mtp-effects", DEEPSEEK_V3_MTP, ds_cluster, dataclasses.replace(ds_tr, effects=effects)),
         (
