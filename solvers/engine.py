@@ -544,7 +544,7 @@ def _step(
                 weight_bytes=w_bytes,
                 grad_bytes=grad_bytes,
                 layers=layers_busiest,
-                microbatches=microbatches,
+                microbatches=dp_rounds,
                 links=links,
             ),
             0.0,

@@ -276,7 +276,9 @@ def per_tensor_collectives_extra_s(
     with its own all-gather (``Init._allgather_param`` in ``deepspeed/runtime/zero/partition_parameters.py``,
     ``torch.cuda.synchronize()`` before each, so they neither overlap nor pipeline; PR #1188: "the async version
     is not async at all") and reduce-scatters every gradient with its own reduce-scatter
-    (``Init._reduce_scatter_gradient``), once per micro-batch. Each pays NCCL's ring latency over the whole
+    (``Init._reduce_scatter_gradient``), in every micro-batch (``microbatches``: the exchange's rounds, the micro-batch
+    count with ``training.zero3_exchange: every_microbatch``, which DeepSpeed's scenarios state; one with
+    ``once_per_step``). Each pays NCCL's ring latency over the whole
     group (``nccl_ring_latency_s``) in the protocol NCCL picks, the one of least ``latency + t / f`` with
     ``t`` the collective's bandwidth time on the placed links (``solvers.collectives``) and ``f`` the
     protocol's bandwidth share (LL 1/4, LL128 0.92, Simple 1). What exceeds the bandwidth time already in the

@@ -18,8 +18,9 @@ Two figures, for two questions:
 * **Floor** (over the same runs): whatever a model predicts, it gives the same figure for the same run, so
   over a set of same runs from several sources its mean |error| is at least
   ``min_c sum_i |p_i - c| / n`` over the published MFUs ``p_i`` (``c`` at their median). This needs no
-  model and no calibration: it is the disagreement of the data itself, and the part of the held-out error
-  that no change to the engine can remove on those runs.
+  model and no calibration: it is the disagreement of the data itself, which no single model can remove on
+  those runs (their held-out predictions come from the folds of their sources, two calibrations, so the
+  held-out figure is bounded by it only as long as one calibration would predict them alike).
 
 Example: one same run published at 38.8% and 39.1% MFU by two sources: floor 0.15 points.
 """

@@ -178,6 +178,28 @@ def test_thousand_layouts_batch_equals_batches_of_one_exactly(
             assert type(row[f.name]) is type(b.item()), (f.name, row[f.name])
 
 
+def test_the_zero3_exchange_switch_moves_only_zero3_layouts_with_several_microbatches() -> None:
+    """The batch path reads ``training.zero3_exchange`` too: ZeRO-3 rows of several microbatches get a longer
+    data-parallel exchange, every other row is the same bit for bit."""
+    _, model, cluster, tr = _scenarios()[2]
+    layouts = random_layouts(model=model, cluster=cluster, tr=tr, count=300, seed=11)
+    once = evaluate(model=model, cluster=cluster, training=tr, layouts=layouts)
+    every = evaluate(
+        model=model,
+        cluster=cluster,
+        training=dataclasses.replace(tr, zero3_exchange="every_microbatch"),
+        layouts=layouts,
+    )
+    seqs = tr.global_batch_tokens // tr.seq_len
+    microbatches = np.maximum(seqs // (layouts.dp * layouts.microbatch_seqs), 1)
+    moved = (layouts.zero_stage >= 3) & (microbatches > 1)
+    assert moved.any() and (~moved).any()
+    assert np.array_equal(every.comm_s_dp[~moved], once.comm_s_dp[~moved])
+    assert np.array_equal(every.step_s[~moved], once.step_s[~moved])
+    assert np.allclose(every.comm_s_dp[moved], microbatches[moved] * once.comm_s_dp[moved], rtol=1e-12)
+    assert np.all(every.step_s[moved] >= once.step_s[moved])
+
+
 def test_rule_codes_batch_equals_batches_of_one() -> None:
     _, model, cluster, tr = _scenarios()[1]
     rng = np.random.default_rng(3)
