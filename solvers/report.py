@@ -23,6 +23,7 @@ from solvers import version
 from solvers.canonical import canonical_hash
 from solvers.errors import SolverInternalError, reason_to_error
 from solvers.inputs import SCHEMA_VERSION, Resolved
+from solvers.inputs.reader import SCENARIO
 from solvers.layout import Layout
 from solvers.ledger import LedgerResult
 from solvers.ledger_assumptions import step_assumptions
@@ -87,6 +88,11 @@ def compose(
     return _compose(resolved, layout.block(row["microbatches"]), row, ledger, search, ranges, document)
 
 
+def _zero3_exchange_stated(resolved: Resolved) -> bool:
+    """Whether the scenario gave ``training.zero3_exchange`` (its assumption entry's source is the scenario)."""
+    return any(note.key == "training.zero3_exchange" and note.source == SCENARIO for note in resolved.notes)
+
+
 def _compose(
     resolved: Resolved,
     layout: LayoutBlock,
@@ -109,6 +115,13 @@ def _compose(
         warnings.append(
             "compute: per-GPU matrices are small enough that HBM bandwidth, not math, bounds some of the "
             "step (step.roofline_bound)"
+        )
+    if layout["zero_stage"] >= 3 and layout["microbatches"] > 1 and not _zero3_exchange_stated(resolved):
+        warnings.append(
+            f"training.zero3_exchange: ZeRO-3 over {layout['microbatches']} microbatches a step is priced with one "
+            "data-parallel exchange a step (once_per_step, the default: parameters kept gathered and gradients "
+            "reduced after the last microbatch); PyTorch FSDP, Megatron-FSDP and DeepSpeed ZeRO-3 accumulating "
+            "gradients gather and reduce-scatter in every microbatch: state every_microbatch for them"
         )
     warnings.extend(ledger.warnings)  # texts the ledger wrote
     if document is None:

@@ -125,3 +125,20 @@ def test_a_mixture_of_experts_exchange_moves_too() -> None:
     once, every = _step(moe), _step(moe, zero3_exchange="every_microbatch")
     assert every["comm_s"]["dp"] == pytest.approx(8 * once["comm_s"]["dp"], rel=1e-12)  # 512 / (64 x 1)
     assert every["comm_s"]["ep"] == once["comm_s"]["ep"]
+
+
+def test_the_default_under_zero3_with_several_microbatches_is_a_warning() -> None:
+    """Left to its default, the convention that favours the plan is said out loud; stated, or moot, it is not."""
+    report = solve(FSDP, ranges=False)
+    [warning] = [w for w in report["warnings"] if w.startswith("training.zero3_exchange:")]
+    assert "ZeRO-3 over 16 microbatches" in warning and "every_microbatch" in warning
+    for stated in ("once_per_step", "every_microbatch"):
+        doc = copy.deepcopy(FSDP)
+        doc["training"]["zero3_exchange"] = stated
+        assert not any(w.startswith("training.zero3_exchange:") for w in solve(doc, ranges=False)["warnings"])
+    one = copy.deepcopy(FSDP)
+    one["training"]["global_batch_seqs"] = 64  # one microbatch a step
+    zero1 = copy.deepcopy(FSDP)
+    zero1["training"]["layout"] = {**zero1["training"]["layout"], "zero_stage": 1}
+    for doc in (one, zero1):
+        assert not any(w.startswith("training.zero3_exchange:") for w in solve(doc, ranges=False)["warnings"])
