@@ -28,6 +28,7 @@ Example: one same run published at 38.8% and 39.1% MFU by two sources: floor 0.1
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -87,18 +88,16 @@ def configuration_key(scenario: Any) -> str:
     return run_keys(scenario)[0]
 
 
-def weighted_floor(values: Sequence[float], weights: Sequence[float]) -> float:
-    """``min_c sum_i w_i |v_i - c| / sum_i w_i``: convex and piecewise linear in ``c``, so reached at one of the
-    values (a weighted median).
+def spread_floor(values: Sequence[float]) -> float:
+    """``min_c sum_i |v_i - c| / n``: the least mean distance of the values to any one value, reached at their
+    median (the sum is convex and piecewise linear in ``c``, flat between the two middle values).
 
-    Example: ``weighted_floor([4.0, -1.0], [1, 1]) == 2.5``; ``weighted_floor([4.0, -1.0], [3, 1]) == 1.25``.
+    Example: ``spread_floor([4.0, -1.0]) == 2.5``; ``spread_floor([4.0, 4.0, 4.0, -1.0]) == 1.25``.
     """
-    if len(values) != len(weights) or not values or any(not w > 0 for w in weights):
-        raise ValueError("weights must be positive and as many as the values")
-    if not all(math.isfinite(v) for v in (*values, *weights)):
-        raise ValueError("values and weights must be finite")
-    total = sum(weights)
-    return min(sum(w * abs(v - c) for v, w in zip(values, weights, strict=True)) for c in values) / total
+    if not values or not all(math.isfinite(v) for v in values):
+        raise ValueError("values must be finite and at least one")
+    centre = statistics.median(values)
+    return sum(abs(v - centre) for v in values) / len(values)
 
 
 def _mean(values: list[float]) -> float:
@@ -157,7 +156,7 @@ def matched_configurations(scenarios: Mapping[str, Any], runs: list[dict[str, An
                     "sources": sorted({r["source"] for r in same}),
                     "gpus": same[0]["gpus"],
                     "published_mfu": sorted(p / 100.0 for p in published),
-                    "floor_points": weighted_floor(published, [1.0] * len(published)),
+                    "floor_points": spread_floor(published),
                     "held_out_mean_abs_points": _mean([abs(r["held_out"]["error_points"]) for r in same]),
                 }
             )
