@@ -119,9 +119,9 @@ def _compose(
     if layout["zero_stage"] >= 3 and layout["microbatches"] > 1 and not _zero3_exchange_stated(resolved):
         warnings.append(
             f"training.zero3_exchange: ZeRO-3 over {layout['microbatches']} microbatches a step is priced with one "
-            "data-parallel exchange a step (once_per_step, the default: parameters kept gathered and gradients "
-            "reduced after the last microbatch); PyTorch FSDP, Megatron-FSDP and DeepSpeed ZeRO-3 accumulating "
-            "gradients gather and reduce-scatter in every microbatch: state every_microbatch for them"
+            "data-parallel exchange a step (once_per_step, the default and the cheaper reading); a framework that "
+            "gathers and reduce-scatters in every microbatch needs every_microbatch (which frameworks do: the "
+            "assumption entry of training.zero3_exchange)"
         )
     warnings.extend(ledger.warnings)  # texts the ledger wrote
     if document is None:

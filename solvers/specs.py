@@ -313,11 +313,9 @@ class TrainingSpec:
     # one's). Read only by the ``pipeline_ends`` effect.
     pipeline_split: str = "balanced"
     # When ZeRO-3 (``zero_stage`` 3) gathers the parameters and reduce-scatters the gradients in a step of several
-    # microbatches (``ZERO3_EXCHANGES``): ``once_per_step`` (the scenario document's default, CONTRACT.md v1: the
-    # parameters stay gathered across the microbatches and the gradients are reduced after the last, as a
-    # pipeline schedule over FSDP2 or Megatron's distributed optimizer does) or ``every_microbatch`` (every
-    # microbatch gathers and reduce-scatters again, as PyTorch FSDP FULL_SHARD and DeepSpeed ZeRO-3 do in a
-    # gradient-accumulation loop). Read by the engine for ZeRO-3 layouts only.
+    # microbatches (``ZERO3_EXCHANGES``): ``once_per_step`` (the scenario document's default, the v1 convention)
+    # or ``every_microbatch``; which framework does which is the source of the field ``training.zero3_exchange``
+    # (``solvers.inputs.fields``). Read by the engine for ZeRO-3 layouts only.
     zero3_exchange: str = "once_per_step"
     effects: EffectsSpec = field(default_factory=EffectsSpec)
 

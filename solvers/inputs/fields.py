@@ -545,8 +545,8 @@ FIELDS += (
         default="once_per_step",
         source="convention (CONTRACT.md v1): ZeRO-3 gathers the parameters and reduce-scatters the gradients once "
         "per step (a pipeline schedule over FSDP2, Megatron's distributed optimizer); every_microbatch = again in "
-        "every microbatch, as PyTorch FSDP (FULL_SHARD or SHARD_GRAD_OP, without no_sync) and DeepSpeed ZeRO-3 do "
-        "in a gradient-accumulation loop",
+        "every microbatch, as PyTorch FSDP (FULL_SHARD or SHARD_GRAD_OP, without no_sync), Megatron-FSDP "
+        "(optim_grads_params) and DeepSpeed ZeRO-3 do in a gradient-accumulation loop",
     ),
     *_LAYOUT_FIELDS,
     _obj("training.efficiency"),

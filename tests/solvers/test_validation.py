@@ -14,7 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from solvers import fit as fit_module
-from solvers.catalog.fitted import FITTED_FILE
+from solvers.catalog.calibration import COMPUTE_EFFICIENCY
+from solvers.catalog.fitted import FAMILIES, FAMILY, FITTED_FILE
 from solvers.catalog.uncertainty import P90_Z
 from solvers.corpus import Corpus, corpus_hash
 from solvers.fit import BOUNDS, LOSS_SCALE, cauchy_residuals, fit, held_out, prepare
@@ -299,3 +300,11 @@ def test_the_share_inside_carries_its_interval_over_the_sources() -> None:
     # one source checked: no spread to draw from
     one = range_coverage([*(_held("a", 0.05 * i) for i in range(5)), _held("b", 0.2)])
     assert one["inside_interval"] == [1.0, 1.0]
+
+
+def test_the_fit_starts_each_family_at_the_hand_efficiency_all_its_members_share() -> None:
+    """``fit.START`` takes a family's start from its members' hand calibration, one figure per family: a member
+    with another figure would be overwritten silently, so every member must have the same one."""
+    for family in FAMILIES:
+        figures = {COMPUTE_EFFICIENCY[key][0] for key, f in FAMILY.items() if f == family}
+        assert figures == {fit_module.START[f"eff_{family}"]}, (family, figures)
