@@ -120,17 +120,43 @@ def active_expert_params(*, model: ModelSpec) -> float:
     return float(min((moe.moe_layers + model.mtp_layers) * moe.top_k * per_expert, model.active_params))
 
 
+def head_dim(*, model: ModelSpec) -> float:
+    """The width of one query (and key/value) head of multi-head or grouped-query attention: ``model.head_dim``
+    where stated, else ``h / heads`` (Vaswani et al. 2017 §3.2.2). Models such as Qwen3 and Gemma decouple it
+    from ``h``. Example: Llama 3 8B: 4,096 / 32 = 128; Qwen3-30B-A3B (h = 2,048, 32 heads): 128, stated."""
+    return model.hidden / model.heads if model.head_dim is None else float(model.head_dim)
+
+
+def query_width_share(*, model: ModelSpec) -> float:
+    """All query heads' width over ``h``: ``heads x head_dim / h``, 1 when the head width is ``h / heads``.
+    Example: Qwen3-30B-A3B: 32 x 128 / 2,048 = 2."""
+    return 1.0 if model.head_dim is None else model.heads * model.head_dim / model.hidden
+
+
+def kv_width_share(*, model: ModelSpec) -> float:
+    """All key (or value) heads' width over ``h``: ``kv_heads x head_dim / h``, ``kv_heads / heads`` when
+    the head width is ``h / heads``. Example: Llama 3 8B: 8 / 32 = 0.25; Qwen3-30B-A3B: 4 x 128 / 2,048 = 0.25."""
+    if model.head_dim is None:
+        return model.kv_heads / model.heads
+    return model.kv_heads * model.head_dim / model.hidden
+
+
 def attention_widths(*, model: ModelSpec) -> tuple[float, float]:
     """(query/key width, value width) summed over the heads: the inner sizes of ``QK^T`` and ``AV``.
 
-    Multi-head and grouped-query attention: ``(h, h)`` (every query head is ``h / heads`` wide; shared K/V
-    heads change no per-head FLOPs). Multi-head Latent Attention: ``(heads x (d_nope + d_rope), heads x
-    d_v)``, the per-head sizes the attention core multiplies in training, where keys and values are
-    up-projected from the latent (DeepSeek-V2 §2.1.2-2.1.3, DeepSeek-V3 §2.1.1).
-    Example: DeepSeek-V3, 128 heads of 128 + 64 and 128: (24,576, 16,384), against h = 7,168.
+    Multi-head and grouped-query attention: ``(heads x head_dim, heads x head_dim)``, which is ``(h, h)`` when
+    every query head is ``h / heads`` wide (shared K/V heads change no per-head FLOPs). Multi-head Latent
+    Attention: ``(heads x (d_nope + d_rope), heads x d_v)``, the per-head sizes the attention core multiplies
+    in training, where keys and values are up-projected from the latent (DeepSeek-V2 §2.1.2-2.1.3,
+    DeepSeek-V3 §2.1.1).
+    Example: DeepSeek-V3, 128 heads of 128 + 64 and 128: (24,576, 16,384), against h = 7,168; Qwen3-30B-A3B,
+    32 heads of 128: (4,096, 4,096), against h = 2,048.
     """
     mla = model.mla
     if mla is None:
+        if model.head_dim is not None:
+            width = float(model.heads * model.head_dim)
+            return width, width
         return float(model.hidden), float(model.hidden)
     heads = float(model.heads)
     return heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim), heads * mla.v_head_dim
@@ -176,12 +202,13 @@ def attention_flops_per_token(*, model: ModelSpec, seq_len: int) -> float:
     """The attention-core share of the model FLOPs: ``12 * L * h * s`` (PaLM appendix B).
 
     PaLM's term is ``6 L s (d_qk + d_v)`` (``QK^T`` and ``AV``, 2 FLOPs per multiply-add, x3 for forward and
-    backward) with ``d_qk = d_v = h``; Multi-head Latent Attention uses its own widths (``attention_widths``).
+    backward) with ``d_qk = d_v = h``; Multi-head Latent Attention and a stated ``model.head_dim`` use their
+    own widths (``attention_widths``).
     Example: DeepSeek-V3, s = 4,096: 6 x 61 x 4,096 x (24,576 + 16,384) = 6.14e10 FLOP per token, against
     12 x 61 x 7,168 x 4,096 = 2.15e10 counted as multi-head attention of width h.
     """
     layers = model.layers + model.mtp_layers  # a multi-token-prediction module's block attends too
-    if model.mla is None:
+    if model.mla is None and model.head_dim is None:
         return ATTENTION_FLOPS_PER_TOKEN_PER_LAYER_PER_HS * layers * model.hidden * seq_len
     qk, v = attention_widths(model=model)
     return ATTENTION_FLOPS_PER_TOKEN_PER_LAYER_PER_HS / 2.0 * layers * seq_len * (qk + v)

@@ -155,7 +155,7 @@ def _unfused_bytes_per_token_layer(
 ) -> Num:
     """The ``unfused_elementwise`` effect's forward bytes per token and layer, MoE layers weighted by
     ``moe_layers / layers`` (their SwiGLU on ``(top_k + shared) x expert_ffn / expert_tp``)."""
-    head_dim = model.hidden / model.heads
+    head_dim = compute.head_dim(model=model)
     moe = model.moe
     ffn_width = model.ffn_hidden / tp
     if moe is not None:
@@ -455,7 +455,7 @@ def _step(
         links=links,
     )
     kv_heads_per_rank = minimum(tp, model.kv_heads)
-    kv_bytes = (b * s) * 2.0 * h * (model.kv_heads / model.heads) * act_e / kv_heads_per_rank
+    kv_bytes = (b * s) * 2.0 * h * compute.kv_width_share(model=model) * act_e / kv_heads_per_rank
     cp_x = exchanges.cp_exchange(
         cp=cp,
         tp=tp,
@@ -533,8 +533,8 @@ def _step(
                 tensor_elements=exchanges.layer_tensor_elements(
                     hidden=h,
                     ffn=float(model.ffn_hidden),
-                    heads=model.heads,
-                    kv_heads=model.kv_heads,
+                    q_share=compute.query_width_share(model=model),
+                    kv_share=compute.kv_width_share(model=model),
                     gated_mlp=model.gated_mlp,
                     tp=tp,
                 ),

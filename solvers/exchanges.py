@@ -218,19 +218,21 @@ def recompute_regather_bytes_per_param(
 
 
 def layer_tensor_elements(
-    *, hidden: float, ffn: float, heads: int, kv_heads: int, gated_mlp: bool, tp: Num
+    *, hidden: float, ffn: float, q_share: float, kv_share: float, gated_mlp: bool, tp: Num
 ) -> list[Num]:
     """Elements of each parameter tensor of one transformer layer on one tensor-parallel rank, in the
     Megatron-LM layout ZeRO-3 partitions tensor by tensor (``ParallelTransformerLayer``: fused QKV, attention
     output, ``dense_h_to_4h``, ``dense_4h_to_h``). A GPT-style layer (MLP not gated) has a bias on each of the
     four linear layers and two LayerNorms with weight and bias: 12 tensors. A gated (Llama-style) layer has no
     biases, the gate and up projections fused into one matrix and two RMSNorm weights: 6 tensors. Matrices
-    and their biases are split over ``tp``; norms are replicated. Example: GPT-3 175B at tp 1: 453M (QKV),
-    36,864, 151M, 12,288, 604M, 49,152, 604M, 12,288 and four LayerNorm vectors of 12,288.
+    and their biases are split over ``tp``; norms are replicated. The query heads span ``q_share x hidden``
+    and the key and value heads ``kv_share x hidden`` each (``solvers.compute.query_width_share``,
+    ``kv_width_share``). Example: GPT-3 175B at tp 1 (shares 1 and 1): 453M (QKV), 36,864, 151M, 12,288, 604M,
+    49,152, 604M, 12,288 and four LayerNorm vectors of 12,288.
     """
-    qkv = hidden * (1.0 + 2.0 * kv_heads / heads)
+    qkv = hidden * (q_share + 2.0 * kv_share)
     fc1 = ffn * (2.0 if gated_mlp else 1.0)
-    matrices = [qkv * hidden / tp, hidden * hidden / tp, fc1 * hidden / tp, ffn * hidden / tp]
+    matrices = [qkv * hidden / tp, q_share * hidden * hidden / tp, fc1 * hidden / tp, ffn * hidden / tp]
     if gated_mlp:
         return [*matrices, 1.0 * hidden, 1.0 * hidden]
     biases = [qkv / tp, 1.0 * hidden, fc1 / tp, 1.0 * hidden]

@@ -97,16 +97,29 @@ class ScenarioLedger(Protocol):
 
 
 def step_assumptions(
-    peaks: Mapping[str, float], precision: str, *, mla: bool = False, mtp: bool = False
+    peaks: Mapping[str, float],
+    precision: str,
+    *,
+    mla: bool = False,
+    mtp: bool = False,
+    head_dim: bool = False,
 ) -> list[Assumption]:
     """The step's conventions: how model FLOPs are counted and which peaks ``mfu`` and ``mfu_bf16`` use.
     ``mla``: the model has Multi-head Latent Attention, whose attention core counts at its own widths.
-    ``mtp``: the model trains multi-token-prediction modules, counted as trained work."""
+    ``mtp``: the model trains multi-token-prediction modules, counted as trained work.
+    ``head_dim``: the model states its heads' width, so the attention core counts ``heads x head_dim``."""
     if mla:
         flops = "6 * active_params + 6 * layers * seq_len * heads * (qk_nope + qk_rope + v_head_dim)"
         flops_source = (
             "PaLM convention (Chowdhery et al. 2022, appendix B) with MLA's per-head query/key and value widths "
             "(DeepSeek-V3 §2.1.1), non-causal attention; recompute excluded from mfu and counted in hfu"
+        )
+    elif head_dim:
+        flops = "6 * active_params + 12 * layers * heads * head_dim * seq_len"
+        flops_source = (
+            "PaLM convention (Chowdhery et al. 2022, appendix B) with the query and value width heads x head_dim "
+            "in place of hidden (the model states its heads' width), non-causal attention; recompute excluded "
+            "from mfu and counted in hfu"
         )
     else:
         flops = "6 * active_params + 12 * layers * hidden * seq_len"

@@ -41,7 +41,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from solvers.compute import Num, constant_like, expert_params, logical_not, maximum, minimum, where
+from solvers.compute import (
+    Num,
+    constant_like,
+    expert_params,
+    kv_width_share,
+    logical_not,
+    maximum,
+    minimum,
+    query_width_share,
+    where,
+)
 from solvers.specs import ModelSpec
 
 ADAM_STATE_BYTES_MIXED = 12.0
@@ -108,16 +118,18 @@ def activation_bytes_per_token_layer(
     """Activation bytes stored per token per layer on one GPU (Korthikanti et al. 2022 §4, generalised).
 
     Example: GPT-3 175B (h = 12,288, a = 96, s = 2,048), TP 8 with sequence parallelism, no recompute:
-    (34 + 5 x 96 x 2,048 / 12,288) x 12,288 / 8 = 175,104 bytes per token per layer.
+    (34 + 5 x 96 x 2,048 / 12,288) x 12,288 / 8 = 175,104 bytes per token per layer. The query, key, value
+    and attention-output tensors (``4 h + 4 h kv_heads / heads`` of the 34 h) scale with the heads' widths
+    where ``model.head_dim`` is stated (``4 h q + 4 h k``, ``q`` and ``k`` the widths' shares of ``h``).
     """
     h = float(model.hidden)
     a = float(model.heads)
     t = 1.0 * tp
-    kv_share = float(model.kv_heads) / a
+    kv_share = kv_width_share(model=model)
     # Two dropout masks (1 byte per element each) and the dropped-out attention probabilities only exist
     # when the model trains with dropout.
     replicated = (10.0 if model.dropout else 8.0) * h
-    attention_split = 4.0 * h + 4.0 * h * kv_share
+    attention_split = 4.0 * h * query_width_share(model=model) + 4.0 * h * kv_share
     scores = (5.0 if model.dropout else 2.0) * a * float(seq_len)
     per_mlp = 6.0 if model.gated_mlp else 4.0
     if moe_layer and model.moe is not None:

@@ -80,6 +80,9 @@ class ModelSpec:
     mtp_active_params: float = (
         0.0  # the part of active_params in those modules (inputs.model.mtp_module_params)
     )
+    head_dim: int | None = (
+        None  # per-head width where it is not hidden / heads (Qwen3, Gemma); None: hidden / heads
+    )
 
 
 class PeakTflops(Mapping[str, float]):

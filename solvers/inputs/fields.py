@@ -166,6 +166,7 @@ FIELDS: tuple[Field, ...] = (
     _int("model.ffn_hidden", 1, MAX_FFN_HIDDEN),
     _int("model.heads", 1, MAX_HEADS),
     _int("model.kv_heads", 1, MAX_HEADS),
+    _int("model.head_dim", 1, MAX_HIDDEN),
     _int("model.vocab", 1, MAX_VOCAB),
     _num("model.params", 1, MAX_PARAMS, "parameters"),
     _num("model.active_params", 1, MAX_PARAMS, "parameters"),

@@ -37,11 +37,13 @@ def transformer_params(
     tied_embeddings: bool,
     moe: Mapping[str, int] | None,
     mla: Mapping[str, int] | None = None,
+    head_dim: int | None = None,
 ) -> tuple[float, float]:
     """(total, active) parameter counts of a decoder-only transformer from its shape.
 
     Per layer: attention 2 h^2 + 2 h (kv_heads x h/heads) (Q and O full width, K and V shared by the
-    grouped-query heads, Ainslie et al. 2023), MLP m x h x ffn with m = 3 for SwiGLU (Shazeer 2020) and 2
+    grouped-query heads, Ainslie et al. 2023), or 2 h (heads x d) + 2 h (kv_heads x d) with a stated head
+    width d (``model.head_dim``: Qwen3-30B-A3B, h 2,048, 32 and 4 heads of 128, 18.9M), MLP m x h x ffn with m = 3 for SwiGLU (Shazeer 2020) and 2
     otherwise, two norms 2h. An MoE layer has (experts + shared) MLPs of width ``expert_ffn_hidden`` plus a
     router h x experts, and a token touches top_k + shared of them. Embeddings: vocab x h, twice unless tied;
     biases are left out (< 0.1%).
@@ -53,9 +55,11 @@ def transformer_params(
     """
     if mla:
         attention = mla_attention_params(hidden=hidden, heads=heads, mla=mla)
+    elif head_dim is not None:
+        attention = 2.0 * hidden * heads * head_dim + 2.0 * hidden * kv_heads * head_dim
     else:
-        head_dim = hidden / heads
-        attention = 2.0 * hidden * hidden + 2.0 * hidden * kv_heads * head_dim
+        width = hidden / heads
+        attention = 2.0 * hidden * hidden + 2.0 * hidden * kv_heads * width
     mats = 3.0 if gated_mlp else 2.0
     norms = 2.0 * hidden
     dense_layer = attention + mats * hidden * ffn_hidden + norms
@@ -81,6 +85,7 @@ def mtp_module_params(
     gated_mlp: bool,
     moe: Mapping[str, int] | None,
     mla: Mapping[str, int] | None = None,
+    head_dim: int | None = None,
 ) -> tuple[float, float]:
     """(total, active) parameters of one multi-token-prediction module (DeepSeek-V3 §2.2, Figure 3).
 
@@ -105,6 +110,7 @@ def mtp_module_params(
         tied_embeddings=True,
         moe=one_layer,
         mla=mla,
+        head_dim=head_dim,
     )
     projection_and_norms = 2.0 * hidden * hidden + 2.0 * hidden
     return block_total + projection_and_norms, block_active + projection_and_norms
@@ -137,6 +143,20 @@ def mla_attention_params(*, hidden: int, heads: int, mla: Mapping[str, int]) -> 
 
 
 _MLA_FIELDS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+
+
+def _head_dim(
+    r: Reader, nums: Mapping[str, float], preset: Mapping[str, Any] | None, preset_key: str | None, path: str
+) -> int | None:
+    """``model.head_dim`` from the scenario or the preset, or None: each head is ``hidden / heads`` wide."""
+    if "head_dim" in nums:
+        value, source = int(nums["head_dim"]), SCENARIO
+    elif preset is not None and preset.get("head_dim") is not None:
+        value, source = int(preset["head_dim"]), _model_preset_source(preset_key or "", "shape")
+    else:
+        return None
+    r.note(join(path, "head_dim"), value, "", source)
+    return value
 
 
 def _parse_mla(
@@ -245,8 +265,11 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
     tied = bool(pick("tied_embeddings"))
     dropout = bool(pick("dropout"))
 
-    if hidden % heads:
-        r.error(join(path, "hidden"), f"must be divisible by model.heads (={heads:,})")
+    head_dim = _head_dim(r, nums, preset, preset_key, path)
+    if hidden % heads and head_dim is None:
+        r.error(
+            join(path, "hidden"), f"must be divisible by model.heads (={heads:,}), or give model.head_dim"
+        )
     if heads % kv_heads:
         r.error(join(path, "kv_heads"), f"must divide model.heads (={heads:,})")
 
@@ -288,6 +311,10 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
                     r.error(join(moe_path, "moe_layers"), f"must be <= model.layers (={layers:,})")
 
     mla_doc = _parse_mla(r, given, preset, preset_key, path)
+    if mla_doc is not None and head_dim is not None:
+        r.error(
+            join(path, "head_dim"), "must not be given with model.mla (its heads' widths are model.mla's)"
+        )
 
     derived_total, derived_active = transformer_params(
         layers=layers,
@@ -300,6 +327,7 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
         tied_embeddings=tied,
         moe=moe_doc,
         mla=mla_doc,
+        head_dim=head_dim,
     )
     derived_src = "derived from the architecture (solvers.inputs.model.transformer_params)"
     params = float(pick("params", derived_total, derived_src))
@@ -325,6 +353,7 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
             gated_mlp=gated,
             moe=moe_doc,
             mla=mla_doc,
+            head_dim=head_dim,
         )
         mtp_total, mtp_active = mtp * one_total, mtp * one_active
     model_name = name if name is not None else (preset["name"] if preset else "custom")
@@ -350,6 +379,8 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
         doc["mla"] = mla_doc
     if mtp:  # likewise only a model with multi-token prediction
         doc["mtp_layers"] = mtp
+    if head_dim is not None:  # likewise only a model whose head width is not hidden / heads
+        doc["head_dim"] = head_dim
     spec = ModelSpec(
         name=model_name,
         layers=layers,
@@ -368,6 +399,7 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
         mla=MLASpec(**mla_doc) if mla_doc else None,
         mtp_layers=mtp,
         mtp_active_params=mtp_active,
+        head_dim=head_dim,
     )
     preset_seq = int(preset["seq_len"]) if preset is not None and "seq_len" in preset else None
     return spec, doc, preset_seq

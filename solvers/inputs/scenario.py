@@ -256,6 +256,7 @@ class Resolved:
                 ledger_fields,
                 mla=self.model.mla is not None,
                 mtp=self.model.mtp_layers > 0,
+                head_dim=self.model.head_dim is not None,
             ),
             prices=tuple(merged.items()),
         )
@@ -268,10 +269,18 @@ def _price_notes(notes: list[Assumption], values: Mapping[str, Any]) -> list[int
 
 
 def _solve_notes(
-    cluster: ClusterSpec, training: TrainingSpec, ledger: LedgerFields, *, mla: bool, mtp: bool
+    cluster: ClusterSpec,
+    training: TrainingSpec,
+    ledger: LedgerFields,
+    *,
+    mla: bool,
+    mtp: bool,
+    head_dim: bool = False,
 ) -> tuple[Assumption, ...]:
     """The step's and the ledger's assumption entries of a scenario, as rows (``Assumption``)."""
-    entries = step_assumptions(cluster.accelerator.peak_tflops, training.precision, mla=mla, mtp=mtp)
+    entries = step_assumptions(
+        cluster.accelerator.peak_tflops, training.precision, mla=mla, mtp=mtp, head_dim=head_dim
+    )
     # each entry is {"key", "value", "unit", "source"} in that order: its values are the row's fields
     step_rows: list[dict[str, Any]] = entries  # type: ignore[assignment]  # the TypedDicts, as plain dicts
     rows: list[Iterable[Any]] = list(map(dict.values, step_rows))
@@ -370,7 +379,12 @@ def resolve_with_document(document: Any, *, step: bool = True) -> tuple[Resolved
         ledger_fields=ledger_fields,
         notes=tuple(r.assumptions),
         solve_notes=_solve_notes(
-            cluster.spec, train_spec, ledger_fields, mla=model.mla is not None, mtp=model.mtp_layers > 0
+            cluster.spec,
+            train_spec,
+            ledger_fields,
+            mla=model.mla is not None,
+            mtp=model.mtp_layers > 0,
+            head_dim=model.head_dim is not None,
         ),
         reliability=reliability(ledger_fields),
         layout=layout,

@@ -128,7 +128,7 @@ def test_hide_ratio_is_independent_of_hidden_size_and_scales_with_bandwidth() ->
 # DGX A100 links of the narayanan-2021 rows: 8 GPUs per node on NVLink, one 200 Gb/s HDR port per GPU
 DGX_A100 = Links(up_gb_s=240.0, up_latency_us=1.0, out_gb_s=21.25, out_latency_us=5.0, gpus_per_node=8)
 GPT3_175B_TENSORS = exchanges.layer_tensor_elements(
-    hidden=12288.0, ffn=49152.0, heads=96, kv_heads=96, gated_mlp=False, tp=1
+    hidden=12288.0, ffn=49152.0, q_share=1.0, kv_share=1.0, gated_mlp=False, tp=1
 )
 
 

@@ -145,6 +145,13 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
             ds_cluster,
             dataclasses.replace(ds_tr, effects=effects, zero3_exchange="every_microbatch"),
         ),
+        # heads wider than hidden / heads (model.head_dim, as Qwen3 states): attention, memory and CP widths
+        (
+            "llama3-405b-effects-head-dim",
+            dataclasses.replace(LLAMA3_405B, head_dim=192),
+            llama_cluster,
+            dataclasses.replace(llama_tr, effects=effects),
+        ),
         # the preset's multi-token-prediction module (model.mtp_layers 1) on the last stage
         ("deepseek-v3-mtp-effects", DEEPSEEK_V3_MTP, ds_cluster, dataclasses.replace(ds_tr, effects=effects)),
         (
