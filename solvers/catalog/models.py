@@ -2,7 +2,7 @@
 
 Fields follow ``model`` of the scenario document (CONTRACT.md): ``layers``, ``hidden``, ``ffn_hidden``,
 ``heads``, ``kv_heads``, ``vocab``, ``params`` (total, all experts), ``active_params`` (per token; MoE only),
-``gated_mlp`` (SwiGLU: three FFN matrices), ``dropout`` (false when the model trains without dropout; true,
+``gated_mlp`` (SwiGLU: three FFN matrices), ``head_dim`` (where a head is not ``hidden / heads`` wide), ``dropout`` (false when the model trains without dropout; true,
 the Korthikanti et al. count, when unstated), ``moe``, ``mla`` (Multi-head Latent Attention) and ``seq_len`` (the context length the model was
 pre-trained at, used as the default ``training.seq_len``).
 
@@ -25,6 +25,55 @@ _MEGATRON_DROPOUT = (
     "the framework of the published runs of this shape (SC'21, MegaScale); Korthikanti et al. 2022 count "
     "these dropout masks on the same GPT models"
 )
+_QWEN3 = "Qwen3 Technical Report (Yang et al., arXiv:2505.09388, 2025)"
+
+
+def _qwen3_moe(
+    size: str, layers: int, hidden: int, ffn: int, heads: int, expert_ffn: int, params: float, active: float
+) -> dict[str, Any]:
+    """A Qwen3 mixture-of-experts model: 128 experts, 8 routed per token, no shared expert, every layer MoE,
+    4 key/value heads, heads of 128, vocabulary 151,936, untied embeddings, SwiGLU (the released configs)."""
+    return {
+        "name": f"Qwen3-{size}",
+        "layers": layers,
+        "hidden": hidden,
+        "ffn_hidden": ffn,
+        "heads": heads,
+        "kv_heads": 4,
+        "head_dim": 128,
+        "vocab": 151_936,
+        "params": params,
+        "active_params": active,
+        "gated_mlp": True,
+        "tied_embeddings": False,
+        "dropout": True,
+        "moe": {
+            "experts": 128,
+            "top_k": 8,
+            "expert_ffn_hidden": expert_ffn,
+            "shared_experts": 0,
+            "moe_layers": layers,
+        },
+        "seq_len": 4096,
+        "sources": {
+            "shape": f"{_QWEN3}, Table 2 (Qwen3-{size}: {layers} layers, {heads} query and 4 key/value heads, 128 "
+            f"experts of which 8 activated); the released config.json (huggingface.co/Qwen/Qwen3-{size}): "
+            f"hidden_size {hidden:,}, intermediate_size {ffn:,}, moe_intermediate_size {expert_ffn:,}, vocab_size "
+            "151,936, tie_word_embeddings false",
+            "head_dim": f"the released config.json (huggingface.co/Qwen/Qwen3-{size}): head_dim 128, so the "
+            f"query heads span {heads * 128:,} against hidden {hidden:,} (Megatron-Core's kv_channels 128 in "
+            "THUDM/slime scripts/models)",
+            "params": f"the model card (huggingface.co/Qwen/Qwen3-{size}): {params / 1e9:g}B in total and "
+            f"{active / 1e9:g}B activated",
+            "seq_len": f"{_QWEN3}, pre-training stages: the general stage (S1), over 30T tokens at a sequence "
+            "length of 4,096",
+            "dropout": "not stated by the authors, whose training code is not public (the released config's "
+            "attention_dropout 0.0 is a fine-tuning setting): Korthikanti et al.'s count with dropout masks, the "
+            "conservative default, is kept",
+        },
+    }
+
+
 _UNSTATED_DROPOUT = (
     "not stated by the authors, whose training code is not public (their inference code has no dropout, as no "
     "inference code does): Korthikanti et al.'s count with dropout masks, the conservative default, is kept"
@@ -202,6 +251,8 @@ MODELS: dict[str, dict[str, Any]] = {
             "dropout": _UNSTATED_DROPOUT,
         },
     },
+    "qwen3-30b-a3b": _qwen3_moe("30B-A3B", 48, 2048, 6144, 32, 768, 30.5e9, 3.3e9),
+    "qwen3-235b-a22b": _qwen3_moe("235B-A22B", 94, 4096, 12_288, 64, 1536, 235e9, 22e9),
     "megatron-530b": {
         "name": "Megatron-Turing NLG 530B",
         "layers": 105,

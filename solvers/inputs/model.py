@@ -152,7 +152,7 @@ def _head_dim(
     if "head_dim" in nums:
         value, source = int(nums["head_dim"]), SCENARIO
     elif preset is not None and preset.get("head_dim") is not None:
-        value, source = int(preset["head_dim"]), _model_preset_source(preset_key or "", "shape")
+        value, source = int(preset["head_dim"]), _model_preset_source(preset_key or "", "head_dim")
     else:
         return None
     r.note(join(path, "head_dim"), value, "", source)

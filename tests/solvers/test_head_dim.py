@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solvers import compute
+from solvers.catalog import MODELS
 from solvers.entry import solve
 from solvers.errors import ScenarioError
 from solvers.inputs import resolve
@@ -179,3 +180,33 @@ def test_the_json_schema_has_the_field_from_the_table() -> None:
     schema = scenario_json_schema()
     model = next(branch for branch in schema["properties"]["model"]["anyOf"] if branch["type"] == "object")
     assert model["properties"]["head_dim"] == {"type": "integer", "minimum": 1, "maximum": 1_000_000}
+
+
+@pytest.mark.parametrize("key", ["qwen3-30b-a3b", "qwen3-235b-a22b"])
+def test_qwen3_presets_state_their_heads_and_match_their_cards(key: str) -> None:
+    """The presets' shapes with heads of 128 give the model cards' counts within 2% (30.5B / 3.3B and
+    235B / 22B); with heads of hidden / heads the activated count would be 12-15% short."""
+    preset = MODELS[key]
+    assert preset["head_dim"] == 128 and preset["sources"]["head_dim"]
+    shape = {
+        field: preset[field]
+        for field in (
+            "layers",
+            "hidden",
+            "ffn_hidden",
+            "heads",
+            "kv_heads",
+            "vocab",
+            "gated_mlp",
+            "tied_embeddings",
+        )
+    }
+    total, active = transformer_params(**shape, moe=preset["moe"], head_dim=128)
+    assert total == pytest.approx(preset["params"], rel=0.01)
+    assert active == pytest.approx(preset["active_params"], rel=0.02)
+    _, narrow_active = transformer_params(**shape, moe=preset["moe"])
+    assert narrow_active < 0.9 * preset["active_params"]
+    resolved = resolve({"model": {"preset": key}})
+    assert resolved.model.head_dim == 128 and resolved.document["model"]["head_dim"] == 128
+    note = next(a for a in resolved.assumptions if a["key"] == "model.head_dim")
+    assert note["source"].startswith(f"model preset '{key}': the released config.json")
