@@ -7,12 +7,14 @@ Conventions
 -----------
 * **Model FLOPs** follow PaLM (Chowdhery et al. 2022, appendix B): ``6 * N_active + 12 * L * h * s`` per
   token, counting attention non-causally (the full ``s x s`` score matrix). This is the numerator of MFU.
-  With Multi-head Latent Attention (``model.mla``) the attention term uses MLA's query/key and value widths.
+  With Multi-head Latent Attention (``model.mla``) the attention term uses MLA's query/key and value widths,
+  and with a stated head width (``model.head_dim``) ``heads x head_dim`` in place of ``h``.
 * **Recompute FLOPs** are extra forward work: ``full`` re-runs the whole forward pass (+1/3 of the model
   FLOPs, Korthikanti et al. 2022 §5); ``selective`` re-runs only the attention core ``QK^T``, softmax and
-  ``AV`` (+``4 * L * h * s`` per token, the forward third of the attention term; Korthikanti et al. 2022
-  §4.3). With fused attention (``training.fused_attention``, the default) nothing of the score matrix is
-  stored anyway, so ``none`` already keeps what ``selective`` keeps and ``selective`` only adds this work.
+  ``AV`` (+``4 * L * h * s`` per token at width ``h``, the forward third of the attention term; Korthikanti
+  et al. 2022 §4.3). With fused attention (``training.fused_attention``, the default) nothing of the score
+  matrix is stored anyway, so ``none`` already keeps what ``selective`` keeps and ``selective`` only adds this
+  work.
   Not counted: the score recomputation inside a FlashAttention backward kernel (``2 * L * h * s``).
 * **Busiest stage.** Stages may be uneven: the stage with ``ceil(L / pp)`` layers sets the pace. Embedding
   and output-layer work is spread over stages in proportion to their layers (Llama 3 §3.3.2 balances the

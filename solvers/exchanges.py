@@ -17,7 +17,8 @@ microbatch.
   Table 3): GPT-3 175B, b = 1, s = 2,048, TP 8: 4 x 1.75 x 50.3 MB = 352 MB per layer per microbatch.
 * **CP** (Llama 3 §3.3.2, all-gather based context parallelism): per layer an all-gather of K and V in the
   forward pass and a reduce-scatter of their gradients in the backward, each ``(cp-1)/cp`` of
-  ``b s 2 h (kv/a) e / min(tp, kv)``; full recompute adds one all-gather.
+  ``b s 2 h (kv/a) e / min(tp, kv)`` (``b s 2 kv d e / min(tp, kv)`` with a stated head width ``d``); full
+  recompute adds one all-gather.
 * **PP** (Narayanan et al. SC'21 §4.1 scatter/gather): each stage boundary carries ``A / t`` forward and the
   same gradient backward per microbatch, ``v`` times with interleaving. Mean per GPU
   ``2 m A/t (p v - 1)/p``. Example (seed 004 §5.3, HPN): 2,048 x 12,288 x 2 / 8 = 6.3 MB per message.

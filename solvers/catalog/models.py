@@ -1,10 +1,11 @@
 """Model presets: transformer shapes and parameter counts, each with its source.
 
 Fields follow ``model`` of the scenario document (CONTRACT.md): ``layers``, ``hidden``, ``ffn_hidden``,
-``heads``, ``kv_heads``, ``vocab``, ``params`` (total, all experts), ``active_params`` (per token; MoE only),
-``gated_mlp`` (SwiGLU: three FFN matrices), ``head_dim`` (where a head is not ``hidden / heads`` wide), ``dropout`` (false when the model trains without dropout; true,
-the Korthikanti et al. count, when unstated), ``moe``, ``mla`` (Multi-head Latent Attention) and ``seq_len`` (the context length the model was
-pre-trained at, used as the default ``training.seq_len``).
+``heads``, ``kv_heads``, ``head_dim`` (where a head is not ``hidden / heads`` wide), ``vocab``, ``params``
+(total, all experts), ``active_params`` (per token; MoE only), ``gated_mlp`` (SwiGLU: three FFN matrices),
+``dropout`` (false when the model trains without dropout; true, the Korthikanti et al. count, when unstated),
+``moe``, ``mla`` (Multi-head Latent Attention) and ``seq_len`` (the context length the model was pre-trained at,
+used as the default ``training.seq_len``).
 
 The Megatron-LM SC'21 family (Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters
 Using Megatron-LM", SC'21, Table 1) all use vocabulary 51,200 and sequence length 2,048 with a 4h GELU MLP.

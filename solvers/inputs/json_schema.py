@@ -3,7 +3,7 @@
 For API documentation and client-side forms. Each row of ``solvers.inputs.fields`` becomes one property:
 numbers with their limits and unit, enums, catalog keys, objects closed to unknown keys, null where the
 parser accepts it. Rules across fields (tp*cp*pp divides gpus, the batch divides into dp x microbatches,
-heads divide hidden, ...) are checked by ``resolve`` and the engine.
+heads divide hidden unless model.head_dim is given, ...) are checked by ``resolve`` and the engine.
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ def scenario_json_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of the scenario document: keys, types, enums, catalog keys and limits.
 
     It describes what ``resolve`` accepts field by field; rules across fields (tp*cp*pp divides gpus, the
-    batch divides into dp x microbatches, heads divide hidden, ...) are checked by ``resolve`` and the engine.
+    batch divides into dp x microbatches, heads divide hidden unless model.head_dim is given, ...) are
+    checked by ``resolve`` and the engine.
     """
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -43,10 +43,10 @@ def transformer_params(
 
     Per layer: attention 2 h^2 + 2 h (kv_heads x h/heads) (Q and O full width, K and V shared by the
     grouped-query heads, Ainslie et al. 2023), or 2 h (heads x d) + 2 h (kv_heads x d) with a stated head
-    width d (``model.head_dim``: Qwen3-30B-A3B, h 2,048, 32 and 4 heads of 128, 18.9M), MLP m x h x ffn with m = 3 for SwiGLU (Shazeer 2020) and 2
-    otherwise, two norms 2h. An MoE layer has (experts + shared) MLPs of width ``expert_ffn_hidden`` plus a
-    router h x experts, and a token touches top_k + shared of them. Embeddings: vocab x h, twice unless tied;
-    biases are left out (< 0.1%).
+    width d (``model.head_dim``: Qwen3-30B-A3B, h 2,048, 32 and 4 heads of 128, 18.9M), MLP m x h x ffn with
+    m = 3 for SwiGLU (Shazeer 2020) and 2 otherwise, two norms 2h. An MoE layer has (experts + shared) MLPs
+    of width ``expert_ffn_hidden`` plus a router h x experts, and a token touches top_k + shared of them.
+    Embeddings: vocab x h, twice unless tied; biases are left out (< 0.1%).
 
     Example: Llama 3 405B (126 x 16,384, FFN 53,248, 128/8 heads, vocab 128,256, SwiGLU, untied):
     126 x (570.4M + 2,617.2M + 32.8K) + 2 x 2.10B = 405.8B, against 405B published (Llama 3 Table 3).

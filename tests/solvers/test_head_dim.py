@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers import compute
+from solvers import compute, exchanges, memory
 from solvers.catalog import MODELS
 from solvers.entry import solve
 from solvers.errors import ScenarioError
@@ -210,3 +210,25 @@ def test_qwen3_presets_state_their_heads_and_match_their_cards(key: str) -> None
     assert resolved.model.head_dim == 128 and resolved.document["model"]["head_dim"] == 128
     note = next(a for a in resolved.assumptions if a["key"] == "model.head_dim")
     assert note["source"].startswith(f"model preset '{key}': the released config.json")
+
+
+def test_activation_memory_worked_example() -> None:
+    """Qwen3-30B-A3B, an MoE layer at tp 1 without sequence parallelism, selective recompute, dropout counted:
+    replicated 10 h = 20,480, attention 4 h x 2 + 4 h x 0.25 = 18,432 (query and output 4,096 wide, keys and
+    values 512), routed experts 8 x (2 h + 6 x 768) = 69,632: 108,544 bytes per token and layer (99,328 with
+    heads of hidden / heads, whose attention part is 4 h + 4 h x 0.125 = 9,216)."""
+    wide = resolve(QWEN3_DOC).model
+    narrow = resolve(without_head_dim(QWEN3_DOC)).model
+    kwargs = {"seq_len": 4096, "tp": 1, "expert_tp": 1, "sequence_parallel": False, "recompute": 1}
+    assert memory.activation_bytes_per_token_layer(model=wide, moe_layer=True, **kwargs) == 108_544.0
+    assert memory.activation_bytes_per_token_layer(model=narrow, moe_layer=True, **kwargs) == 99_328.0
+
+
+def test_per_tensor_elements_follow_the_heads_widths() -> None:
+    """A dense layer of h 2,560 with 32 query and 8 key/value heads of 128 (shares 1.6 and 0.4): fused QKV
+    2,560 x (4,096 + 2 x 1,024) = 15,728,640 elements, attention output 4,096 x 2,560 = 10,485,760."""
+    tensors = exchanges.layer_tensor_elements(
+        hidden=2560.0, ffn=9728.0, q_share=1.6, kv_share=0.4, gated_mlp=True, tp=1
+    )
+    assert tensors[:2] == pytest.approx([15_728_640.0, 10_485_760.0], rel=1e-12)
+    assert tensors[2:4] == [2 * 9728 * 2560.0, 9728 * 2560.0]
