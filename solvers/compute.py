@@ -98,6 +98,12 @@ def mlp_matrices(*, model: ModelSpec) -> int:
     return 3 if model.gated_mlp else 2
 
 
+def dense_mlp_share(*, model: ModelSpec) -> float:
+    """Share of the layers whose MLP is dense: ``1 - moe_layers / layers`` (1 for a dense model). Example:
+    DeepSeek-V3, 1 - 58 / 61 = 0.049; Qwen3-30B-A3B (every layer MoE), 0."""
+    return 1.0 if model.moe is None else 1.0 - model.moe.moe_layers / model.layers
+
+
 def expert_params(*, model: ModelSpec) -> float:
     """Routed-expert parameters of the whole model: ``(moe_layers + mtp_layers) * experts * matrices * h * h_e``
     (a multi-token-prediction module's block is an MoE layer in an MoE model, ``mtp_module_params``).

@@ -9,7 +9,10 @@ Each effect has a switch (``training.efficiency.effects.<name>``, on by default 
   d / (d + d_half)`` with ``d = min(M, N, K)``: tile quantisation (a dimension is padded to whole 128-wide
   tiles; NVIDIA, "Matrix Multiplication Background User's Guide", §3.1 Tile Quantization) times a saturating
   curve in the narrowest dimension (small GEMMs cannot fill the SMs nor hide their load latency; same guide
-  §3.2 and §2.3). ``d_half`` is fitted to published GEMM kernel benchmarks (``solvers.gemm_shape``).
+  §3.2 and §2.3). ``d_half`` is fitted to published GEMM kernel benchmarks (``solvers.gemm_shape``). An
+  expert's rows (the tokens routed to it) change with every microbatch and differ between experts, so they pad by
+  an expected half tile (``varying_tile_fill``). The GEMMs outside the experts weigh a dense MLP only in the
+  layers that have one (``dense_shape_factor``).
 * ``stragglers``: every step ends in collectives, so it waits for the slowest of N ranks. With rank times of
   relative standard deviation ``sigma`` the expected maximum of N is ``1 + sigma sqrt(2 ln N)`` (the
   extreme-value bound for N normal variables; Dean & Barroso, "The Tail at Scale", CACM 2013, for the
@@ -104,6 +107,16 @@ def tile_fill(d: Num) -> Num:
     return d / (TILE * -(-d // TILE))
 
 
+def varying_tile_fill(d: Num) -> Num:
+    """Useful share of a dimension whose size changes from call to call, padded to whole tiles:
+    ``d / max(d + 64, 128)``. A count whose remainder modulo 128 is spread evenly pads on average by half a tile
+    (63.5 rows; 64 on a continuous count), and never fits in less than one tile. It is the expectation of
+    ``tile_fill`` and, unlike it, smooth in ``d``. Example: 1,000 -> 0.94 (``tile_fill`` gives 1,000 / 1,024 =
+    0.98 at exactly 1,000, 0.89 at 1,030)."""
+    d = maximum(d, 1.0)
+    return d / maximum(d + 0.5 * TILE, TILE)
+
+
 def saturation(d: Num, half: float) -> Num:
     """``d / (d + d_half)``: the share of the plateau rate a GEMM whose narrowest dimension is ``d`` reaches.
     Example: d = 1,024, d_half = 64 -> 0.94."""
@@ -119,13 +132,26 @@ def gemm_shape_factor(*, rows: Num, cols: Num, inner: Num, half: float) -> Num:
     return tile_fill(rows) * tile_fill(cols) * tile_fill(inner) * saturation(narrow, half)
 
 
+def expert_shape_factor(*, rows: Num, cols: Num, inner: Num, half: float) -> Num:
+    """``gemm_shape_factor`` of one local expert's GEMM, whose rows are the tokens routed to it: a count that
+    changes with every microbatch and differs between experts, so each expert's slice pads on average by half a
+    tile (``varying_tile_fill``), as each is its own GEMM (Transformer Engine's ``GroupedLinear``).
+
+    Example: 4,096 rows, N = 2,048, K = 7,168, d_half = 64: 4,096 / 4,160 x 1 x 1 x 2,048 / 2,112 = 0.955.
+    """
+    narrow = minimum(minimum(rows, cols), inner)
+    return varying_tile_fill(rows) * tile_fill(cols) * tile_fill(inner) * saturation(narrow, half)
+
+
 def dense_shape_factor(
-    *, rows: Num, hidden: float, ffn: float, tp: Num, mlp_matrices: int, half: float
+    *, rows: Num, hidden: float, ffn: float, tp: Num, mlp_matrices: int, half: float, mlp_share: float = 1.0
 ) -> Num:
-    """Time-weighted shape factor of a dense layer: the attention projections (``4 h^2`` weights, ``N = h/tp``)
-    and the MLP (``matrices x h x ffn`` weights, ``N = ffn/tp``) in proportion to their FLOPs."""
+    """Time-weighted shape factor of the GEMMs outside the experts: the attention projections (``4 h^2``
+    weights, ``N = h/tp``) and the dense MLP (``matrices x h x ffn`` weights, ``N = ffn/tp``, in the share
+    ``mlp_share`` of the layers that have one: ``solvers.compute.dense_mlp_share``) in proportion to their
+    FLOPs. A model whose every layer is MoE weighs the projections alone."""
     attn_w = 4.0 * hidden * hidden
-    mlp_w = mlp_matrices * hidden * ffn
+    mlp_w = mlp_matrices * hidden * ffn * mlp_share
     f_attn = gemm_shape_factor(rows=rows, cols=hidden / tp, inner=hidden, half=half)
     f_mlp = gemm_shape_factor(rows=rows, cols=ffn / tp, inner=hidden, half=half)
     return (attn_w + mlp_w) / (attn_w / f_attn + mlp_w / f_mlp)

@@ -256,8 +256,7 @@ def _step(
     gpus = cluster.gpus
 
     if isinstance(lay, Layout):
-        # One layout of python ints, which evaluate_one passes only once it has kept every rule: each value
-        # is already in range, so the clamps below would return it unchanged.
+        # A layout of ints that evaluate_one passes only once it keeps every rule: no clamp needed below.
         tp, pp, cp, ep, dp = lay.tp, lay.pp, lay.cp, lay.ep, lay.dp
         etp, b, recompute = lay.expert_tp, lay.microbatch_seqs, lay.recompute
     else:
@@ -325,6 +324,7 @@ def _step(
             tp=tp,
             mlp_matrices=compute.mlp_matrices(model=model),
             half=fx.shape_half_dim,
+            mlp_share=compute.dense_mlp_share(model=model),
         )
     attention_core_share = compute.attention_flops_per_token(model=model, seq_len=s) / flops_per_token
     attention_extra = 0.0
@@ -345,7 +345,7 @@ def _step(
         )
         expert_rate = rate
         if fx.matrix_shape:
-            expert_rate = rate * effects.gemm_shape_factor(
+            expert_rate = rate * effects.expert_shape_factor(
                 rows=expert_rows * expert_load,
                 cols=moe.expert_ffn_hidden / etp,
                 inner=h,
