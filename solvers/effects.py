@@ -109,9 +109,10 @@ def tile_fill(d: Num) -> Num:
 
 def varying_tile_fill(d: Num) -> Num:
     """Useful share of a dimension whose size changes from call to call, padded to whole tiles:
-    ``d / max(d + 64, 128)``. A count whose remainder modulo 128 is spread evenly pads on average by half a tile
-    (63.5 rows; 64 on a continuous count), and never fits in less than one tile. It is the expectation of
-    ``tile_fill`` and, unlike it, smooth in ``d``. Example: 1,000 -> 0.94 (``tile_fill`` gives 1,000 / 1,024 =
+    ``d / max(d + 64, 128)``, the mean count over its mean padded size. A count whose remainder modulo 128 is
+    spread evenly pads on average by half a tile (63.5 rows; 64 on a continuous count), and never fits in less
+    than one tile. Unlike ``tile_fill`` it is smooth in ``d``, and it lies below it at whole tiles (128 -> 0.67,
+    where a count of exactly 128 fills its tile). Example: 1,000 -> 0.94 (``tile_fill`` gives 1,000 / 1,024 =
     0.98 at exactly 1,000, 0.89 at 1,030)."""
     d = maximum(d, 1.0)
     return d / maximum(d + 0.5 * TILE, TILE)
@@ -149,7 +150,9 @@ def dense_shape_factor(
     """Time-weighted shape factor of the GEMMs outside the experts: the attention projections (``4 h^2``
     weights, ``N = h/tp``) and the dense MLP (``matrices x h x ffn`` weights, ``N = ffn/tp``, in the share
     ``mlp_share`` of the layers that have one: ``solvers.compute.dense_mlp_share``) in proportion to their
-    FLOPs. A model whose every layer is MoE weighs the projections alone."""
+    FLOPs. A model whose every layer is MoE weighs the projections alone; shared experts, which run at this
+    rate, are not weighed at their own width (``N = shared x expert_ffn / tp``; DeepSeek-V3's one 2,048-wide
+    shared expert per MoE layer is the only one among the presets)."""
     attn_w = 4.0 * hidden * hidden
     mlp_w = mlp_matrices * hidden * ffn * mlp_share
     f_attn = gemm_shape_factor(rows=rows, cols=hidden / tp, inner=hidden, half=half)

@@ -27,6 +27,7 @@ Example: ``validation_document()["summary"]["held_out_mean_abs_points"]``.
 from __future__ import annotations
 
 import datetime
+import importlib.metadata
 import math
 import statistics
 from typing import Any
@@ -41,6 +42,7 @@ from solvers.fit import (
     EFFECT_CONSTANTS,
     FAMILIES,
     LOSS,
+    OPTIMISER,
     Prepared,
     compare,
     fit,
@@ -450,6 +452,8 @@ def fit_documents(corpus: Corpus | None = None) -> tuple[dict[str, Any], dict[st
         "compute_efficiency": {family: params[f"eff_{family}"] for family in FAMILIES},
         "bounds": {name: list(bound) for name, bound in BOUNDS.items()},
         "loss": dict(LOSS),
+        # Other SciPy releases may move a constant in its last printed digits.
+        "optimiser": {**OPTIMISER, "scipy": importlib.metadata.version("scipy")},
         "shape_half_dim_fit": {
             "fitted_to": "corpus/kernels/*.yaml (python -m solvers fit; solvers.gemm_shape)",
             "rows": shape.rows,
