@@ -1,8 +1,8 @@
 """Training-plan solvers: scenario document in, report document out (CONTRACT.md v1).
 
-Pure Python and numpy (SciPy only for the calibration fit). ``solve`` turns one scenario into one report; ``solve_many`` does a batch;
-``resolve`` validates and resolves a scenario without solving it; ``validate_part`` checks one part
-(model, cluster, site, training, economics) on its own; ``catalog_document`` lists the presets.
+Pure Python and numpy (SciPy only for the calibration fit). ``solve`` turns one scenario into one report;
+``solve_many`` does a batch; ``resolve`` validates and resolves a scenario without solving it; ``validate_part``
+checks one part (model, cluster, site, training, economics) on its own; ``catalog_document`` lists the presets.
 """
 
 from __future__ import annotations
