@@ -145,7 +145,7 @@ def expert_shape_factor(*, rows: Num, cols: Num, inner: Num, half: float) -> Num
 
 
 def dense_shape_factor(
-    *, rows: Num, hidden: float, ffn: float, tp: Num, mlp_matrices: int, half: float, mlp_share: float = 1.0
+    *, rows: Num, hidden: float, ffn: float, tp: Num, mlp_matrices: int, half: float, mlp_share: float
 ) -> Num:
     """Time-weighted shape factor of the GEMMs outside the experts: the attention projections (``4 h^2``
     weights, ``N = h/tp``) and the dense MLP (``matrices x h x ffn`` weights, ``N = ffn/tp``, in the share

@@ -264,14 +264,16 @@ def kernel_constants() -> dict[str, float]:
     return {"shape_half_dim": fit_shape_half_dim(sources).d_half}
 
 
-# The fit's solver settings (``fit``): the Jacobian's step, in each constant's range scaled to [0, 1], and the
-# convergence tolerances. What the written calibration records of them (solvers.validation.fit_documents).
+# The fit's solver settings (``fit``): SciPy's relative Jacobian step on the constants mapped to [1, 2], so that
+# its forward differences step 1e-4 to 2e-4 of each constant's range, never less (on [0, 1] a relative step
+# would vanish at a lower bound, where a fold's time per local expert can settle); the convergence tolerances.
+# What the written calibration records of them (solvers.validation.fit_documents).
 JAC_STEP = 1e-4
 TOL = 1e-10
 OPTIMISER: Mapping[str, Any] = MappingProxyType(
     {
-        "method": "scipy.optimize.least_squares, trf, constants scaled to [0, 1] by their bounds",
-        "jacobian": f"forward differences, step {JAC_STEP} of each constant's range (backward at the upper bound)",
+        "method": "scipy.optimize.least_squares, trf, constants mapped to [1, 2] by their bounds",
+        "jacobian": f"2-point, relative step {JAC_STEP} (an absolute {JAC_STEP}-{2 * JAC_STEP} of each range)",
         "tolerances": TOL,
     }
 )
@@ -287,7 +289,7 @@ def fit(
     deterministic.
 
     SciPy's trust-region reflective least squares (``scipy.optimize.least_squares``, ``method="trf"``; Branch,
-    Coleman and Li, SIAM J. Sci. Comput. 21, 1999) on the constants scaled to [0, 1] by their bounds, run to
+    Coleman and Li, SIAM J. Sci. Comput. 21, 1999) on the constants mapped to [1, 2] by their bounds, run to
     convergence from a fixed start (``START``). A family with no run takes its hand value scaled by the mean
     fitted/hand ratio of the families that have runs.
     """
@@ -301,39 +303,30 @@ def fit(
     lo = np.array([BOUNDS[n][0] for n in free])
     span = np.array([BOUNDS[n][1] - BOUNDS[n][0] for n in free])
 
-    def unpack(u: np.ndarray) -> dict[str, float]:
-        return {**params, **{n: float(v) for n, v in zip(free, lo + span * u, strict=True)}}
+    def unpack(v: np.ndarray) -> dict[str, float]:
+        return {**params, **{n: float(x) for n, x in zip(free, lo + span * (v - 1.0), strict=True)}}
 
-    def res(u: np.ndarray) -> np.ndarray:
-        return root_w * cauchy_residuals(residuals(prepared, unpack(u)), LOSS_SCALE)
+    def res(v: np.ndarray) -> np.ndarray:
+        return root_w * cauchy_residuals(residuals(prepared, unpack(v)), LOSS_SCALE)
 
-    def jac(u: np.ndarray) -> np.ndarray:
-        # An absolute step: SciPy's own (diff_step) is relative to the value, so it vanishes at a lower bound,
-        # where a fold's time per local expert can settle, and leaves that column to rounding noise.
-        r = res(u)
-        out = np.empty((r.size, u.size))
-        for j in range(u.size):
-            du = np.zeros_like(u)
-            du[j] = JAC_STEP if u[j] + JAC_STEP <= 1.0 else -JAC_STEP
-            out[:, j] = (res(u + du) - r) / du[j]
-        return out
-
-    u = np.clip((np.array([params[n] for n in free]) - lo) / span, 0.0, 1.0)
+    v = 1.0 + np.clip((np.array([params[n] for n in free]) - lo) / span, 0.0, 1.0)
     if free:
         from scipy.optimize import least_squares  # only the fit needs SciPy; the CLI's other commands do not
 
-        result = least_squares(res, u, jac=jac, bounds=(0.0, 1.0), method="trf", ftol=TOL, xtol=TOL, gtol=TOL)
+        result = least_squares(
+            res, v, bounds=(1.0, 2.0), method="trf", diff_step=JAC_STEP, ftol=TOL, xtol=TOL, gtol=TOL
+        )
         if result.status <= 0:  # stopped by its evaluation budget: not a minimum
             raise SolverInternalError(f"the calibration fit did not converge: {result.message}")
-        u = result.x
-    params = unpack(u)
+        v = result.x
+    params = unpack(v)
     fitted = [f for f in FAMILIES if f"eff_{f}" in free]
     if fitted:
         ratio = float(np.mean([params[f"eff_{f}"] / START[f"eff_{f}"] for f in fitted]))
         for f in FAMILIES:
             if f not in fitted:
                 params[f"eff_{f}"] = min(BOUNDS[f"eff_{f}"][1], START[f"eff_{f}"] * ratio)
-    return {k: round(v, 6) for k, v in params.items()}
+    return {k: round(x, 6) for k, x in params.items()}
 
 
 def legacy_params() -> dict[str, float]:

@@ -23,8 +23,9 @@ attention and gated MLPs:
   4h, QKV and MLP inputs 2h + 2h, two dropout masks h + h); ``8 h`` for a model trained without dropout
   (``model.dropout: false``, e.g. Llama 3, whose reference ``TransformerBlock`` has no dropout layer);
 * split over tensor ranks: attention ``4h + 4h * kv/a`` (Q, K, V, projection input; ``8h`` with
-  ``kv = a``; with a stated head width ``4 a d + 4 kv d``, ``d`` = ``model.head_dim``), MLP ``4f`` (GELU in and out) or ``6f`` (gate, up and product of a gated MLP); with ``f = 4h``
-  and ``kv = a`` this is Korthikanti's ``24 h``;
+  ``kv = a``; with a stated head width ``4 a d + 4 kv d``, ``d`` = ``model.head_dim``), MLP ``4f`` (GELU in
+  and out) or ``6f`` (gate, up and product of a gated MLP); with ``f = 4h`` and ``kv = a`` this is
+  Korthikanti's ``24 h``;
 * attention scores ``5 a s`` per token (softmax output, dropout mask and output; ``2 a s``, the softmax
   output alone, without dropout), split over tensor ranks, kept only without recompute and without fused
   attention (``training.fused_attention: false``).

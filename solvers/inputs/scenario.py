@@ -275,7 +275,7 @@ def _solve_notes(
     *,
     mla: bool,
     mtp: bool,
-    head_dim: bool = False,
+    head_dim: bool,
 ) -> tuple[Assumption, ...]:
     """The step's and the ledger's assumption entries of a scenario, as rows (``Assumption``)."""
     entries = step_assumptions(
