@@ -247,19 +247,58 @@ def _placed(*, kind: int, group_size: Num, stride: Num, message_bytes: Num, link
     return time, nic
 
 
+class NodeDispatch(NamedTuple):
+    """An all-to-all that sends one copy of a token per target node (``placed_all_to_all_s``): the message
+    holds ``copies`` copies of each token (its routed experts), which lie on at most ``max_nodes`` nodes
+    (None: any number)."""
+
+    copies: int
+    max_nodes: int | None
+
+
+def node_copies(*, copies: int, nodes: Num, max_nodes: int | None) -> Num:
+    """Expected distinct nodes that a token's ``c`` routed copies reach: ``G' (1 - (1 - 1/G')^c)`` with
+    ``G' = min(M, G)``, the ``G`` nodes of the group limited to the router's ``M`` (each copy on a node drawn
+    evenly from the ``G'`` the token may reach; node-limited routing, DeepSeek-V3 §2.1.2).
+
+    Example: DeepSeek-V3, c = 8 over EP 64 on 8 nodes: 5.25 nodes without a limit, 3.6 with M = 4 (DeepSeek-V3:
+    "each token will be sent to at most 4 nodes").
+    """
+    reach = maximum(nodes, 1) if max_nodes is None else minimum(maximum(nodes, 1), max_nodes)
+    return reach * (1.0 - (1.0 - 1.0 / reach) ** copies)
+
+
 def placed_all_to_all_s(
-    *, group_size: Num, stride: Num, message_bytes: Num, links: Links, skew: float = 1.0
+    *,
+    group_size: Num,
+    stride: Num,
+    message_bytes: Num,
+    links: Links,
+    skew: float = 1.0,
+    per_node: NodeDispatch | None = None,
 ) -> tuple[Num, Num]:
     """Time and NIC bytes per GPU of an all-to-all of ``S`` bytes per GPU spread evenly over the group.
 
     With ``k`` members per node, ``(k-1)/N`` of ``S`` stays on NVLink and ``(N-k)/N`` crosses the NIC; both
     move at once and the slower sets the time, the NIC share multiplied by ``skew`` (the busiest NIC).
     Example: EP 64 at stride 1 on 8-GPU nodes, S = 100 MB: 87.5 MB on the NIC at 50 GB/s -> 1.75 ms.
+
+    ``per_node`` (DeepSeek-V3 §3.2.2: a token goes over InfiniBand once to each target node, to the GPU of its
+    own in-node index, which forwards it over NVLink to the experts there; DeepEP's internode kernels): of a
+    token's ``c`` copies only one per distinct remote node crosses the NIC, ``node_copies / c`` of the
+    per-copy NIC bytes; NVLink carries every copy whose expert is not on the GPU it lands on, ``(k-1)/k`` of
+    ``S`` (the same node's copies and the forwarded ones). The combine runs the same way back. Example: the
+    same EP 64 with DeepSeek-V3's c = 8 and M = 4: 3.6 / 8 x 87.5 = 39.4 MB on the NIC, 87.5 MB on NVLink.
     """
     n = maximum(group_size, 1)
     k = _members(n, stride, links.gpus_per_node)
-    up_bytes = (k - 1) / n * message_bytes
-    nic_bytes = (n - k) / n * message_bytes
+    if per_node is None:
+        up_bytes = (k - 1) / n * message_bytes
+        nic_bytes = (n - k) / n * message_bytes
+    else:
+        reached = node_copies(copies=per_node.copies, nodes=n // k, max_nodes=per_node.max_nodes)
+        up_bytes = (k - 1) / k * message_bytes
+        nic_bytes = reached / per_node.copies * (n - k) / n * message_bytes
     up_s = transfer_s(
         bytes_=up_bytes,
         bandwidth_gb_s=links.up_gb_s,

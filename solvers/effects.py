@@ -160,6 +160,22 @@ def dense_shape_factor(
     return (attn_w + mlp_w) / (attn_w / f_attn + mlp_w / f_mlp)
 
 
+def expert_load(*, skew: float, capacity_factor: float | None, pad: bool, forced: bool) -> float:
+    """The busiest expert rank's tokens over the mean: ``1 + skew`` under dropless routing (``skew`` fitted), 1
+    when the router is bypassed for an even load (Megatron-Core's ``moe_router_force_load_balancing``), capped
+    at the capacity ``c`` when tokens beyond it are dropped (``min(load, c)``), and exactly ``c`` when every
+    expert's input is padded to its capacity (``moe_pad_expert_input_to_capacity``: the padded rows are
+    computed and sent). Megatron-Core's capacity is ``c x tokens x top_k / experts`` per expert
+    (``megatron/core/transformer/moe/moe_utils.py``, ``get_capacity``).
+
+    Example: skew 0.245 -> 1.245; with c = 1.0 and padding -> 1.0; c = 1.1 without padding -> 1.1.
+    """
+    load = 1.0 if forced else 1.0 + skew
+    if capacity_factor is None:
+        return load
+    return capacity_factor if pad else min(load, capacity_factor)
+
+
 def straggler_factor(*, ranks: int, jitter: float) -> float:
     """``1 + sigma sqrt(2 ln N)``: the expected slowest of N ranks. Example: N = 16,384, sigma = 0.01 -> 1.044."""
     if ranks <= 1:

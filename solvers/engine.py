@@ -67,15 +67,7 @@ from solvers.catalog.fitted import family_of
 from solvers.compute import Num, clip, maximum, minimum, where
 from solvers.layout import Layout
 from solvers.layout_rules import check_layouts, layout_rule_codes, rule_masks, rule_message
-from solvers.specs import (
-    BoolArray,
-    ClusterSpec,
-    FloatArray,
-    IntArray,
-    LayoutBatch,
-    ModelSpec,
-    TrainingSpec,
-)
+from solvers.specs import BoolArray, ClusterSpec, FloatArray, IntArray, LayoutBatch, ModelSpec, TrainingSpec
 
 # The rules live in solvers.layout_rules; the engine is where callers have always found them.
 __all__ = ["StepColumns", "check_layouts", "evaluate", "evaluate_one", "layout_rule_codes"]
@@ -337,7 +329,12 @@ def _step(
         if fx.context_parallel:
             core_rate = core_rate * effects.saturation(s / cp, fx.shape_half_dim)
         attention_extra = hw_flops_gpu * attention_core_share * (1.0 / core_rate - 1.0 / dense_rate)
-    expert_load = 1.0 + fx.moe_skew if fx.moe_overhead else 1.0
+    expert_load = effects.expert_load(
+        skew=fx.moe_skew if fx.moe_overhead else 0.0,
+        capacity_factor=training.moe_capacity_factor,
+        pad=training.moe_pad_to_capacity,
+        forced=training.moe_force_balance,
+    )
     if moe is not None:
         expert_rows = microbatch_tokens * ep * moe.top_k / moe.experts
         expert_intensity = compute.gemm_intensity_flop_per_byte(
@@ -563,14 +560,12 @@ def _step(
             moe_layers_mean=layers_mean * moe_share,
             full_recompute=full_recompute,
             links=links,
+            per_node=collectives.NodeDispatch(moe.top_k, moe.max_nodes_per_token)
+            if training.moe_dispatch == "per_node"
+            else None,
         )
         if fx.moe_overhead:
-            ep_x = exchanges.Exchange(
-                bytes_per_gpu=ep_x.bytes_per_gpu,
-                time_s=ep_x.time_s * expert_load,
-                nic_bytes=ep_x.nic_bytes,
-                burst_bytes=ep_x.burst_bytes,
-            )
+            ep_x = ep_x._replace(time_s=ep_x.time_s * expert_load)
     else:
         ep_x = exchanges.Exchange(bytes_per_gpu=0.0, time_s=0.0, nic_bytes=0.0, burst_bytes=0.0)
 

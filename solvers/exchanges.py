@@ -32,7 +32,9 @@ microbatch.
 * **EP** (Lepikhin et al. 2021 GShard; DeepSeek-V3 §3.2.2): per MoE layer a dispatch and a combine
   all-to-all forward and again backward, each of ``b (s/cp)/t x top_k x h`` elements per GPU, ``(ep-1)/ep``
   of which leave the GPU; FP8 training dispatches in FP8 (1 byte) and combines in BF16 (DeepSeek-V3
-  §3.3.2). Node-limited routing is not modelled (a conservative count of NIC bytes).
+  §3.3.2). With ``training.moe_dispatch: per_node`` (DeepSeek-V3 §3.2.2, DeepEP) one copy per distinct target
+  node crosses the NIC and is forwarded over the scale-up link; node-limited routing
+  (``model.moe.max_nodes_per_token``, DeepSeek-V3 §2.1.2) caps those nodes (``collectives.node_copies``).
 """
 
 from __future__ import annotations
@@ -389,8 +391,11 @@ def ep_exchange(
     full_recompute: Num,
     links: collectives.Links,
     skew: float = 1.0,
+    per_node: collectives.NodeDispatch | None = None,
 ) -> Exchange:
-    """MoE dispatch and combine all-to-alls, forward and backward, per MoE layer per microbatch.
+    """MoE dispatch and combine all-to-alls, forward and backward, per MoE layer per microbatch; with
+    ``per_node`` one copy per target node crosses the NIC (``training.moe_dispatch``,
+    ``collectives.placed_all_to_all_s``).
 
     ``dispatch_bytes``/``combine_bytes`` are the per-GPU volumes ``tokens x top_k x h x e`` before the
     ``(ep-1)/ep`` share that leaves the GPU. Example: DeepSeek-V3, 4,096 tokens x 8 x 7,168 in FP8
@@ -398,10 +403,10 @@ def ep_exchange(
     """
     rounds = where(full_recompute, 3.0, 2.0)  # forward, backward (+ recomputed forward)
     d_t, d_nic = collectives.placed_all_to_all_s(
-        group_size=ep, stride=stride, message_bytes=dispatch_bytes, links=links, skew=skew
+        group_size=ep, stride=stride, message_bytes=dispatch_bytes, links=links, skew=skew, per_node=per_node
     )
     c_t, c_nic = collectives.placed_all_to_all_s(
-        group_size=ep, stride=stride, message_bytes=combine_bytes, links=links, skew=skew
+        group_size=ep, stride=stride, message_bytes=combine_bytes, links=links, skew=skew, per_node=per_node
     )
     per_layer_b = collectives.reduce_scatter_bytes(
         group_size=ep, message_bytes=dispatch_bytes + combine_bytes

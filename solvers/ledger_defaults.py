@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solvers.inputs.fields import GOODPUT_LEDGERS, INTERVAL_METHODS, MTBF_CONVENTIONS, TABLE
+from solvers.inputs.fields import TABLE
+from solvers.specs import GOODPUT_LEDGERS, INTERVAL_METHODS, MTBF_CONVENTIONS
 
 __all__ = ["DEFAULTS", "GOODPUT_LEDGERS", "INTERVAL_METHODS", "MTBF_CONVENTIONS", "Default"]
 

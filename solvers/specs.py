@@ -34,6 +34,23 @@ GRAD_REDUCE_DTYPES: tuple[str, ...] = ("bf16", "fp32")
 PIPELINE_SPLITS: tuple[str, ...] = ("balanced", "even")
 # When ZeRO-3 exchanges parameters and gradients in a step of several microbatches (``training.zero3_exchange``).
 ZERO3_EXCHANGES: tuple[str, ...] = ("once_per_step", "every_microbatch")
+# How the MoE token dispatcher sends a token's routed copies across nodes (``training.moe_dispatch``).
+MOE_DISPATCHES: tuple[str, ...] = ("per_expert", "per_node")
+
+# Reliability conventions (``cluster.reliability``, ``training.checkpoint``) are named strings, never booleans,
+# so that a report can say which one produced a figure.
+MTBF_CONVENTIONS: tuple[str, ...] = ("node_series", "gpu_only")
+INTERVAL_METHODS: tuple[str, ...] = ("daly", "young", "exact")
+GOODPUT_LEDGERS: tuple[str, ...] = (
+    # Expected wall-clock cost per failure-renewal cycle: checkpoint writes, half an interval (plus the write
+    # in flight) of rework and a restart per failure, all inside the wall-clock time they lengthen.
+    "expected_loss",
+    # Seed 000 §3.3 / mlsysim tutorial 06 §5: lost time over a window = writes + failures x half an interval;
+    # no restart term, reported against the window.
+    "sec5_writes_half_interval",
+    # Seed 000 §3.3 / mlsysim ReliabilityResult.goodput_ratio: 1 - C/T - R/MTBF (steady-state shares).
+    "mlsysim_goodput_ratio",
+)
 
 # Integer codes used inside LayoutBatch arrays; the index in the tuples above.
 SCHEDULE_CODE: dict[str, int] = {name: i for i, name in enumerate(SCHEDULES)}
@@ -47,6 +64,9 @@ class MoESpec:
     expert_ffn_hidden: int
     shared_experts: int
     moe_layers: int
+    # Node-limited routing (DeepSeek-V3 §2.1.2): each token's routed experts lie on at most this many nodes;
+    # None: not limited. Read only with ``training.moe_dispatch`` ``per_node`` (``solvers.exchanges``).
+    max_nodes_per_token: int | None = None
 
 
 @dataclass(frozen=True)
@@ -320,6 +340,16 @@ class TrainingSpec:
     # or ``every_microbatch``; which framework does which is the source of the field ``training.zero3_exchange``
     # (``solvers.inputs.fields``). Read by the engine for ZeRO-3 layouts only.
     zero3_exchange: str = "once_per_step"
+    # How the MoE dispatcher sends a token's routed copies to other nodes (``MOE_DISPATCHES``): ``per_expert``
+    # (one copy per routed expert, Megatron-Core's all-to-all dispatcher; the scenario document's default) or
+    # ``per_node`` (one copy per target node over the NIC, forwarded inside the node over the scale-up link:
+    # DeepSeek-V3 §3.2.2, DeepEP). Read by the expert-parallel exchange only (``solvers.exchanges``).
+    moe_dispatch: str = "per_expert"
+    # How routed tokens load the experts (``solvers.effects.expert_load``): an expert capacity as a factor of the
+    # mean load (None: dropless), every expert's input padded to it, or the router bypassed for an even load.
+    moe_capacity_factor: float | None = None
+    moe_pad_to_capacity: bool = False
+    moe_force_balance: bool = False
     effects: EffectsSpec = field(default_factory=EffectsSpec)
 
 

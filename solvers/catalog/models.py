@@ -223,6 +223,7 @@ MODELS: dict[str, dict[str, Any]] = {
             "expert_ffn_hidden": 2048,
             "shared_experts": 1,
             "moe_layers": 58,
+            "max_nodes_per_token": 4,
         },
         "mtp_layers": 1,
         "mla": {
@@ -235,7 +236,8 @@ MODELS: dict[str, dict[str, Any]] = {
         "seq_len": 4096,
         "sources": {
             "shape": "DeepSeek-V3 technical report (2024) §4.2: 61 layers, hidden 7,168, 128 heads (MLA), "
-            "first 3 layers dense (FFN 18,432), 1 shared + 256 routed experts of width 2,048, top-8",
+            "first 3 layers dense (FFN 18,432), 1 shared + 256 routed experts of width 2,048, top-8, each token "
+            "sent to at most 4 nodes (§4.2; node-limited routing, §2.1.2)",
             "vocab": "DeepSeek-V3 technical report §4.1: byte-level BPE, 128K vocabulary (129,280 in the "
             "released config)",
             "mla": "DeepSeek-V3 technical report §2.1.1 and §4.2: Multi-head Latent Attention, query latent "

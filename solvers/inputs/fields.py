@@ -26,7 +26,11 @@ from solvers.inputs.table import NO_DEFAULT, NUMERIC, Field, FieldTable
 from solvers.specs import (
     EFFECT_DOCUMENT_DEFAULTS,
     EFFECT_SOURCES,
+    GOODPUT_LEDGERS,
     GRAD_REDUCE_DTYPES,
+    INTERVAL_METHODS,
+    MOE_DISPATCHES,
+    MTBF_CONVENTIONS,
     OPTIMIZERS,
     PIPELINE_SPLITS,
     PRECISIONS,
@@ -82,20 +86,6 @@ MAX_CLOUD_USD_PER_GPU_HOUR = 10_000.0
 MAX_CHECKPOINT_INTERVAL_H = 1e5
 MAX_ZERO_STAGE = 3
 
-# Conventions are named strings, never booleans, so that a report can say which one produced a figure.
-MTBF_CONVENTIONS: tuple[str, ...] = ("node_series", "gpu_only")
-INTERVAL_METHODS: tuple[str, ...] = ("daly", "young", "exact")
-GOODPUT_LEDGERS: tuple[str, ...] = (
-    # Expected wall-clock cost per failure-renewal cycle: checkpoint writes, half an interval (plus the write
-    # in flight) of rework and a restart per failure, all inside the wall-clock time they lengthen.
-    "expected_loss",
-    # Seed 000 §3.3 / mlsysim tutorial 06 §5: lost time over a window = writes + failures x half an interval;
-    # no restart term, reported against the window.
-    "sec5_writes_half_interval",
-    # Seed 000 §3.3 / mlsysim ReliabilityResult.goodput_ratio: 1 - C/T - R/MTBF (steady-state shares).
-    "mlsysim_goodput_ratio",
-)
-
 PARTS: tuple[str, ...] = ("model", "cluster", "site", "training", "economics")
 
 __all__ = ["FIELDS", "FIELD_LIMITS", "NO_DEFAULT", "NUMERIC", "TABLE", "Field", "FieldTable", "field_limits"]
@@ -115,6 +105,10 @@ def _obj(path: str, **kw: Any) -> Field:
 
 def _flag(path: str, **kw: Any) -> Field:
     return Field(path, "bool", **kw)
+
+
+def _choice(path: str, choices: tuple[str, ...], default: str, source: str) -> Field:
+    return Field(path, "choice", choices=choices, default=default, source=source)
 
 
 def _link(path: str) -> tuple[Field, ...]:
@@ -193,6 +187,15 @@ FIELDS: tuple[Field, ...] = (
     _int("model.moe.expert_ffn_hidden", 1, MAX_FFN_HIDDEN),
     _int("model.moe.shared_experts", 0, MAX_EXPERTS, default=0, source="convention: no shared expert"),
     _int("model.moe.moe_layers", 1, MAX_LAYERS),
+    _int(
+        "model.moe.max_nodes_per_token",
+        1,
+        MAX_GPUS,
+        nullable=True,
+        default=None,
+        source="convention: routing not limited by node (node-limited routing: DeepSeek-V3 §2.1.2, at most 4 "
+        "nodes a token; read only with training.moe_dispatch per_node)",
+    ),
     _obj("model.mla"),
     _int(
         "model.mla.q_lora_rank",
@@ -333,11 +336,10 @@ FIELDS: tuple[Field, ...] = (
         default=300.0,
         source="mlsysim ReliabilityModel recovery time R = 300 s (seed 000 §3.3)",
     ),
-    Field(
+    _choice(
         "cluster.reliability.mtbf_convention",
-        "choice",
-        choices=MTBF_CONVENTIONS,
-        default="node_series",
+        MTBF_CONVENTIONS,
+        "node_series",
         source="node-level series model: node MTBF = 1/sum(count_i/MTTF_i), cluster MTBF = node MTBF / nodes "
         "(seed 000 §3; any component stops a synchronous job)",
     ),
@@ -423,11 +425,10 @@ _LAYOUT_FIELDS: tuple[Field, ...] = (
         "convention: one sequence per microbatch (Megatron-LM default)",
         "sequences",
     ),
-    Field(
+    _choice(
         "training.layout.schedule",
-        "choice",
-        choices=SCHEDULES,
-        default="1f1b",
+        SCHEDULES,
+        "1f1b",
         source="convention: 1F1B (PipeDream-Flush, Narayanan et al. 2021), Megatron-LM's default",
     ),
     _layout("virtual_stages", 1, MAX_VIRTUAL_STAGES, 1, "convention: one model chunk per pipeline stage"),
@@ -449,18 +450,16 @@ _LAYOUT_FIELDS: tuple[Field, ...] = (
         source="CONTRACT.md v1: FSDP re-gathers parameters for the backward pass",
     ),
     _int("training.layout.expert_tp", 1, MAX_GPUS, nullable=True),
-    Field(
+    _choice(
         "training.layout.recompute",
-        "choice",
-        choices=RECOMPUTE_POLICIES,
-        default="none",
+        RECOMPUTE_POLICIES,
+        "none",
         source="convention: no activation recomputation unless given",
     ),
-    Field(
+    _choice(
         "training.layout.grad_reduce_dtype",
-        "choice",
-        choices=GRAD_REDUCE_DTYPES,
-        default="bf16",
+        GRAD_REDUCE_DTYPES,
+        "bf16",
         source="convention: gradients reduced in BF16",
     ),
 )
@@ -480,18 +479,11 @@ FIELDS += (
         default=None,
         source="none: time-based figures use economics.job_days or a 30-day window",
     ),
-    Field(
-        "training.precision",
-        "choice",
-        choices=PRECISIONS,
-        default="bf16",
-        source="convention: BF16 mixed precision",
-    ),
-    Field(
+    _choice("training.precision", PRECISIONS, "bf16", source="convention: BF16 mixed precision"),
+    _choice(
         "training.optimizer",
-        "choice",
-        choices=OPTIMIZERS,
-        default="adam",
+        OPTIMIZERS,
+        "adam",
         source="convention: Adam (Kingma & Ba 2015), mixed precision",
     ),
     # Fused attention is the default of every current training stack: FlashAttention (Dao et al. 2022) is
@@ -515,11 +507,10 @@ FIELDS += (
     ),
     # The fused-attention implementation: FlashAttention-2 unless a source states or implies another
     # (Transformer Engine, under Megatron-Core and NeMo, selects cuDNN fused attention on Hopper and later).
-    Field(
+    _choice(
         "training.attention_kernel",
-        "choice",
-        choices=ATTENTION_KERNELS,
-        default="flash2",
+        ATTENTION_KERNELS,
+        "flash2",
         source="convention: FlashAttention-2 (Dao 2023; PyTorch scaled_dot_product_attention's flash backend); "
         "cudnn = cuDNN fused attention (Transformer Engine's FusedAttention, preferred on Hopper and later), "
         "flash3 = FlashAttention-3 (Shah et al. 2024)",
@@ -527,11 +518,10 @@ FIELDS += (
     # How layers are assigned to pipeline stages: balanced unless a source states or implies an even split
     # (Megatron-LM split L/p layers per stage until uneven first and last stages, September 2024, and
     # account_for_loss_in_pipeline_split, February 2025).
-    Field(
+    _choice(
         "training.pipeline_split",
-        "choice",
-        choices=PIPELINE_SPLITS,
-        default="balanced",
+        PIPELINE_SPLITS,
+        "balanced",
         source="convention: balanced, a stage planner moves layers away from the stage holding the output layer "
         "(Llama 3 §3.3.2; Megatron-Core account_for_loss_in_pipeline_split); even = ceil(L/p) layers per stage and "
         "the rest on the last (L/p each when p divides L), the "
@@ -539,15 +529,48 @@ FIELDS += (
     ),
     # When ZeRO-3 exchanges parameters and gradients in a step of several microbatches: once per step unless a
     # source states or implies a gradient-accumulation loop that gathers and reduces again each microbatch.
-    Field(
+    _choice(
         "training.zero3_exchange",
-        "choice",
-        choices=ZERO3_EXCHANGES,
-        default="once_per_step",
+        ZERO3_EXCHANGES,
+        "once_per_step",
         source="convention (CONTRACT.md v1): ZeRO-3 gathers the parameters and reduce-scatters the gradients once "
         "per step (a pipeline schedule over FSDP2, Megatron's distributed optimizer); every_microbatch = again in "
         "every microbatch, as PyTorch FSDP (FULL_SHARD or SHARD_GRAD_OP, without no_sync), Megatron-FSDP "
         "(optim_grads_params) and DeepSpeed ZeRO-3 do in a gradient-accumulation loop",
+    ),
+    _choice(
+        "training.moe_dispatch",
+        MOE_DISPATCHES,
+        "per_expert",
+        source="convention: per_expert, one copy of a token per routed expert on another node crosses the NIC "
+        "(Megatron-Core's all-to-all token dispatcher); per_node = one copy per target node over the NIC, "
+        "forwarded inside the node over the scale-up link (DeepSeek-V3 §3.2.2; DeepEP's internode kernels, "
+        "Megatron-Core's flex dispatcher)",
+    ),
+    # How the routed tokens load the experts: dropless routing by the learned router unless a source states a
+    # capacity (Megatron-Core's moe_expert_capacity_factor, moe_pad_expert_input_to_capacity) or forced balance.
+    _num(
+        "training.moe_capacity_factor",
+        0,
+        MAX_EXPERTS,
+        excl=True,
+        nullable=True,
+        default=None,
+        source="convention: dropless routing, no expert capacity (Megatron-Core's default, "
+        "moe_expert_capacity_factor None; DeepSeek-V3 §2.1.2 drops no token); a factor c caps the tokens an "
+        "expert takes at c times the mean and drops the rest",
+    ),
+    _flag(
+        "training.moe_pad_to_capacity",
+        default=False,
+        source="convention: an expert computes the tokens routed to it; true = every expert's input padded to "
+        "its capacity (Megatron-Core's moe_pad_expert_input_to_capacity; NeMo's MegatronTokenDropCallback)",
+    ),
+    _flag(
+        "training.moe_force_balance",
+        default=False,
+        source="convention: tokens go where the learned router sends them; true = every expert the same count "
+        "whatever the router says (Megatron-Core's moe_router_force_load_balancing, for benchmarks)",
     ),
     *_LAYOUT_FIELDS,
     _obj("training.efficiency"),
@@ -580,20 +603,18 @@ FIELDS += (
         "model and optimizer state, and sharded checkpointing (PyTorch DCP, Megatron dist-ckpt) has each "
         "node write its own shard in parallel",
     ),
-    Field(
+    _choice(
         "training.checkpoint.interval_method",
-        "choice",
-        choices=INTERVAL_METHODS,
-        default="daly",
+        INTERVAL_METHODS,
+        "daly",
         source="Daly 2006, 'A higher order estimate of the optimum checkpoint interval for restart dumps', "
         "FGCS 22(3):303-312, eq. 37; 'young' = Young 1974, CACM 17(9), sqrt(2 C M); 'exact' = the optimum "
         "of the expected_loss ledger, T = M (1 + W0(-e^(-1-C/M)))",
     ),
-    Field(
+    _choice(
         "training.checkpoint.goodput_ledger",
-        "choice",
-        choices=GOODPUT_LEDGERS,
-        default="expected_loss",
+        GOODPUT_LEDGERS,
+        "expected_loss",
         source="writes + rework (half an interval plus the write in flight per failure) + restarts, each "
         "failure counted over the wall-clock time it lengthens (Daly 2006 §3 renewal argument)",
     ),

@@ -296,9 +296,13 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
                     ),
                     "moe_layers": int(moe_nums.get("moe_layers", layers)),
                 }
+                if (
+                    moe_nums.get("max_nodes_per_token") is not None
+                ):  # absent: not limited (the table's default)
+                    moe_doc["max_nodes_per_token"] = int(moe_nums["max_nodes_per_token"])
                 for field, value in moe_doc.items():
                     src = source if field in moe_given or not moe_src_given else "convention: default"
-                    if field == "shared_experts" and field not in moe_given:
+                    if field in ("shared_experts", "max_nodes_per_token") and field not in moe_given:
                         src = fields.TABLE[join(moe_path, field)].source
                     if field == "moe_layers" and field not in moe_given:
                         src = "convention: every layer is an MoE layer"

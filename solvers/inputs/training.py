@@ -154,6 +154,15 @@ def parse_training(
     attention_kernel = str(table_default(r, path, "attention_kernel", nums))
     pipeline_split = str(table_default(r, path, "pipeline_split", nums))
     zero3_exchange = str(table_default(r, path, "zero3_exchange", nums))
+    moe_dispatch = str(table_default(r, path, "moe_dispatch", nums))
+    capacity = table_default(r, path, "moe_capacity_factor", nums)
+    moe_capacity_factor = None if capacity is None else float(capacity)
+    moe_pad_to_capacity = bool(table_default(r, path, "moe_pad_to_capacity", nums))
+    moe_force_balance = bool(table_default(r, path, "moe_force_balance", nums))
+    if moe_pad_to_capacity and moe_capacity_factor is None:
+        r.error(
+            join(path, "moe_pad_to_capacity"), "needs training.moe_capacity_factor (the capacity to pad to)"
+        )
     runs_on = KERNEL_FAMILIES.get(attention_kernel)
     if runs_on is not None and family_of(cluster.accelerator.name) not in runs_on:
         r.error(
@@ -254,6 +263,10 @@ def parse_training(
         attention_kernel=attention_kernel,
         pipeline_split=pipeline_split,
         zero3_exchange=zero3_exchange,
+        moe_dispatch=moe_dispatch,
+        moe_capacity_factor=moe_capacity_factor,
+        moe_pad_to_capacity=moe_pad_to_capacity,
+        moe_force_balance=moe_force_balance,
         effects=effects,
     )
     doc = {
@@ -267,6 +280,10 @@ def parse_training(
         "attention_kernel": attention_kernel,
         "pipeline_split": pipeline_split,
         "zero3_exchange": zero3_exchange,
+        "moe_dispatch": moe_dispatch,
+        "moe_capacity_factor": moe_capacity_factor,
+        "moe_pad_to_capacity": moe_pad_to_capacity,
+        "moe_force_balance": moe_force_balance,
         "layout": "auto" if auto else dict(layouts[0]),
         "efficiency": {"compute": efficiency, "overlap": overlap, "effects": switches},
         "checkpoint": checkpoint,

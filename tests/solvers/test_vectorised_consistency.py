@@ -152,6 +152,25 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
             llama_cluster,
             dataclasses.replace(llama_tr, effects=effects),
         ),
+        # one InfiniBand copy per target node, node-limited routing (random EP degrees span 1 to 8 nodes)
+        (
+            "deepseek-v3-effects-per-node-dispatch",
+            DEEPSEEK_V3_MTP,
+            ds_cluster,
+            dataclasses.replace(ds_tr, effects=effects, moe_dispatch="per_node"),
+        ),
+        (
+            "deepseek-v3-effects-per-node-unlimited-capacity-padded",
+            DEEPSEEK_V3,  # no node limit (the test spec's MoE leaves max_nodes_per_token unset)
+            ds_cluster,
+            dataclasses.replace(
+                ds_tr,
+                effects=effects,
+                moe_dispatch="per_node",
+                moe_capacity_factor=1.25,
+                moe_pad_to_capacity=True,
+            ),
+        ),
         # the preset's multi-token-prediction module (model.mtp_layers 1) on the last stage
         ("deepseek-v3-mtp-effects", DEEPSEEK_V3_MTP, ds_cluster, dataclasses.replace(ds_tr, effects=effects)),
         (

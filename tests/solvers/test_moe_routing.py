@@ -1,0 +1,178 @@
+"""How routed tokens load the experts and cross the NIC: node-limited routing with one copy per target node
+(``training.moe_dispatch``, ``model.moe.max_nodes_per_token``) and expert capacity or forced balance
+(``training.moe_capacity_factor``, ``moe_pad_to_capacity``, ``moe_force_balance``); docs/CONVENTIONS.md."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from solvers import ScenarioError, collectives, effects, resolve, solve
+from solvers.published import load_example
+from solvers.specs import MOE_DISPATCHES
+
+DEEPSEEK = "deepseek-v3-2048xh800.yaml"
+H800 = collectives.Links(up_gb_s=160.0, up_latency_us=3.0, out_gb_s=50.0, out_latency_us=5.0, gpus_per_node=8)
+
+
+def _with_training(doc: dict[str, Any], **training: Any) -> dict[str, Any]:
+    out = copy.deepcopy(doc)
+    out["training"].update(training)
+    return out
+
+
+def _errors(doc: dict[str, Any]) -> dict[str, str]:
+    with pytest.raises(ScenarioError) as info:
+        resolve(doc)
+    return {e.path: e.message for e in info.value.errors}
+
+
+def test_node_copies_worked_examples() -> None:
+    """DeepSeek-V3's eight routed experts over EP 64 on 8 nodes: 5.25 distinct nodes if routing were free,
+    3.6 with the technical report's limit of 4 (§4.2); one node holds every copy inside it."""
+    assert collectives.node_copies(copies=8, nodes=8, max_nodes=None) == pytest.approx(8 * (1 - (7 / 8) ** 8))
+    assert collectives.node_copies(copies=8, nodes=8, max_nodes=None) == pytest.approx(5.251, abs=1e-3)
+    assert collectives.node_copies(copies=8, nodes=8, max_nodes=4) == pytest.approx(3.600, abs=1e-3)
+    assert collectives.node_copies(copies=8, nodes=1, max_nodes=4) == 1.0
+    assert collectives.node_copies(copies=1, nodes=16, max_nodes=None) == pytest.approx(1.0)
+
+
+@given(
+    copies=st.integers(1, 16),
+    ep=st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128, 256]),
+    stride=st.sampled_from([1, 2, 4, 8]),
+    limit=st.one_of(st.none(), st.integers(1, 16)),
+    message=st.floats(1e3, 1e10),
+)
+def test_one_copy_per_node_never_sends_more_over_the_nic(
+    copies: int, ep: int, stride: int, limit: int | None, message: float
+) -> None:
+    """Per node, the NIC carries ``node_copies / c`` of the per-copy bytes, never more; inside one node the
+    all-to-all is the same either way."""
+    per_copy_s, per_copy_nic = collectives.placed_all_to_all_s(
+        group_size=ep, stride=stride, message_bytes=message, links=H800
+    )
+    per_node_s, per_node_nic = collectives.placed_all_to_all_s(
+        group_size=ep,
+        stride=stride,
+        message_bytes=message,
+        links=H800,
+        per_node=collectives.NodeDispatch(copies, limit),
+    )
+    members = min(max(H800.gpus_per_node // stride, 1), ep)
+    reached = collectives.node_copies(copies=copies, nodes=ep // members, max_nodes=limit)
+    assert per_node_nic == pytest.approx(reached / copies * per_copy_nic, rel=1e-12)
+    assert per_node_nic <= per_copy_nic * (1 + 1e-12)
+    if members == ep:  # one node: nothing crosses the NIC and the scale-up share is the same
+        assert per_node_nic == per_copy_nic == 0.0
+        assert per_node_s == pytest.approx(per_copy_s, rel=1e-12)
+
+
+def test_deepseek_dispatch_halves_the_expert_exchange_on_infiniband() -> None:
+    """The example states DeepSeek's dispatch; priced per copy, its EP exchange takes 2.2x as long."""
+    doc = load_example(DEEPSEEK)
+    assert doc["training"]["moe_dispatch"] == "per_node"
+    per_node = solve(doc, ranges=False)["step"]
+    per_copy = solve(_with_training(doc, moe_dispatch="per_expert"), ranges=False)["step"]
+    assert per_node["comm_s"]["ep"] < 0.5 * per_copy["comm_s"]["ep"]
+    assert per_node["step_s"] < per_copy["step_s"]
+    # without the preset's node limit the IB copies rise from 3.6 to 5.25 per token: more time than with it
+    unlimited = copy.deepcopy(doc)
+    unlimited["model"] = {"preset": "deepseek-v3", "moe": {**_preset_moe(), "max_nodes_per_token": None}}
+    assert per_node["comm_s"]["ep"] < solve(unlimited, ranges=False)["step"]["comm_s"]["ep"]
+
+
+def _preset_moe() -> dict[str, Any]:
+    moe = resolve({"model": {"preset": "deepseek-v3"}}).model.moe
+    assert moe is not None and moe.max_nodes_per_token == 4
+    return {
+        "experts": moe.experts,
+        "top_k": moe.top_k,
+        "expert_ffn_hidden": moe.expert_ffn_hidden,
+        "shared_experts": moe.shared_experts,
+        "moe_layers": moe.moe_layers,
+    }
+
+
+def test_dispatch_inside_one_node_changes_nothing() -> None:
+    """EP 8 on 8-GPU nodes: no copy crosses a NIC, so the two dispatch modes give the same report."""
+    doc = load_example(DEEPSEEK)
+    doc["training"]["layout"].update({"ep": 8})
+    a = solve(_with_training(doc, moe_dispatch="per_node"), ranges=False)["step"]
+    b = solve(_with_training(doc, moe_dispatch="per_expert"), ranges=False)["step"]
+    assert a == b
+
+
+def test_expert_load_rules() -> None:
+    assert effects.expert_load(skew=0.25, capacity_factor=None, pad=False, forced=False) == 1.25
+    assert effects.expert_load(skew=0.25, capacity_factor=None, pad=False, forced=True) == 1.0
+    assert effects.expert_load(skew=0.25, capacity_factor=1.1, pad=False, forced=False) == 1.1
+    assert effects.expert_load(skew=0.05, capacity_factor=1.1, pad=False, forced=False) == 1.05
+    assert effects.expert_load(skew=0.25, capacity_factor=1.0, pad=True, forced=False) == 1.0
+    assert effects.expert_load(skew=0.0, capacity_factor=1.5, pad=True, forced=True) == 1.5
+
+
+def test_padding_to_a_capacity_of_one_prices_the_experts_as_forced_balance() -> None:
+    """Both give every expert exactly the mean load; dropless routing at the fitted skew is slower."""
+    doc = load_example(DEEPSEEK)
+    padded = solve(_with_training(doc, moe_capacity_factor=1.0, moe_pad_to_capacity=True), ranges=False)
+    forced = solve(_with_training(doc, moe_force_balance=True), ranges=False)
+    routed = solve(doc, ranges=False)
+    assert padded["step"] == forced["step"]
+    assert routed["step"]["step_s"] > forced["step"]["step_s"]
+    # a larger capacity padded is computed and sent: slower than the mean load
+    roomy = solve(_with_training(doc, moe_capacity_factor=2.0, moe_pad_to_capacity=True), ranges=False)
+    assert roomy["step"]["step_s"] > routed["step"]["step_s"]
+
+
+def test_routing_fields_leave_a_dense_model_alone() -> None:
+    doc = load_example("llama3-405b-16384.yaml")
+    base = solve(doc, ranges=False)["step"]
+    routed = _with_training(
+        doc,
+        moe_dispatch="per_node",
+        moe_capacity_factor=1.0,
+        moe_pad_to_capacity=True,
+        moe_force_balance=True,
+    )
+    assert solve(routed, ranges=False)["step"] == base
+
+
+@pytest.mark.parametrize(
+    ("training", "path", "words"),
+    [
+        ({"moe_pad_to_capacity": True}, "training.moe_pad_to_capacity", "needs training.moe_capacity_factor"),
+        ({"moe_capacity_factor": 0}, "training.moe_capacity_factor", "> 0"),
+        ({"moe_capacity_factor": "lots"}, "training.moe_capacity_factor", "number"),
+        ({"moe_dispatch": "per_rank"}, "training.moe_dispatch", ", ".join(MOE_DISPATCHES)),
+        ({"moe_force_balance": "yes"}, "training.moe_force_balance", "true or false"),
+    ],
+)
+def test_bad_routing_fields_name_the_field_and_the_rule(
+    training: dict[str, Any], path: str, words: str
+) -> None:
+    errors = _errors(_with_training(load_example(DEEPSEEK), **training))
+    assert path in errors, errors
+    assert words in errors[path], errors[path]
+
+
+def test_a_node_limit_below_one_is_refused() -> None:
+    doc = load_example(DEEPSEEK)
+    doc["model"] = {"preset": "deepseek-v3", "moe": {**_preset_moe(), "max_nodes_per_token": 0}}
+    errors = _errors(doc)
+    assert "model.moe.max_nodes_per_token" in errors
+    assert ">= 1" in errors["model.moe.max_nodes_per_token"]
+
+
+def test_the_resolved_document_says_how_tokens_are_routed() -> None:
+    r = resolve(load_example(DEEPSEEK))
+    training = r.document["training"]
+    assert training["moe_dispatch"] == "per_node"
+    assert training["moe_capacity_factor"] is None
+    assert training["moe_pad_to_capacity"] is False and training["moe_force_balance"] is False
+    assert r.document["model"]["moe"]["max_nodes_per_token"] == 4
+    assert r.model.moe is not None and r.model.moe.max_nodes_per_token == 4
