@@ -30,7 +30,8 @@ FAMILY: dict[str, str] = {
     "b200": "blackwell",
     "gb200": "blackwell",
     # Blackwell Ultra: GB200's data-sheet FP8 and BF16 rates, in the Blackwell family. Its own family (its own
-    # fitted efficiency) was tried and predicts worse held out (docs/CONVENTIONS.md "Calibration").
+    # fitted efficiency) was tried and not taken (docs/CONVENTIONS.md "Calibration": worse held out on 209 runs,
+    # and on 230 better only at 1.30 times GB200's efficiency, past every same-layout ratio published).
     "gb300": "blackwell",
 }
 """Accelerator -> calibration family (a family without a fitted figure takes Hopper's)."""

@@ -148,8 +148,11 @@ def test_default_search_best_for_llama3_405b_is_within_5_percent_or_warns(llama3
     """Done-when (issue 13), as a search answers by default (within_validated true).
 
     Measured: the best inside the envelope is tp 4, cp 2, pp 16 (interleaved 8, FP32 reduce-scatter as the
-    scenario states), predicted 4.94% faster than Table 4's layout (6.174 s against 6.494 s) with the fit run
-    to convergence and the experts' rows padded by an expected half tile. Before that change it was 5.01%,
+    scenario states), predicted 4.85% faster than Table 4's layout (6.292 s against 6.613 s) once the corpus's
+    MoE runs state how they route (forced balance, expert capacity, DeepSeek-V3's one InfiniBand copy per
+    node), whose refit lowers the Hopper efficiency 0.685 -> 0.669 and lengthens both layouts. It was 4.94%
+    (6.174 s against 6.494 s) with the fit run to convergence and the experts' rows padded by an expected half
+    tile. Before that change it was 5.01%,
     past the target, and this check was marked an expected failure; 5.08% with the ten
     DeepSeek-V3 rows of MLPerf Training v6.0 and the GB300 rows of MLPerf v5.1 and Megatron-Bridge 25.11 in the
     corpus (the GB200 DeepSeek-V3 rows, which the engine predicts 1.3x to 1.9x too fast, move the shared FP8 rate
