@@ -564,8 +564,8 @@ def _step(
             if training.moe_dispatch == "per_node"
             else None,
         )
-        if fx.moe_overhead:
-            ep_x = ep_x._replace(time_s=ep_x.time_s * expert_load)
+        # the busiest rank's tokens (and a padded capacity's empty rows) cross the all-to-all as they reach the GEMMs
+        ep_x = ep_x._replace(time_s=ep_x.time_s * expert_load)
     else:
         ep_x = exchanges.Exchange(bytes_per_gpu=0.0, time_s=0.0, nic_bytes=0.0, burst_bytes=0.0)
 

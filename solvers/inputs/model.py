@@ -296,9 +296,8 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
                     ),
                     "moe_layers": int(moe_nums.get("moe_layers", layers)),
                 }
-                if (
-                    moe_nums.get("max_nodes_per_token") is not None
-                ):  # absent: not limited (the table's default)
+                # absent or null: not limited (the table's default), and left out of the resolved document
+                if moe_nums.get("max_nodes_per_token") is not None:
                     moe_doc["max_nodes_per_token"] = int(moe_nums["max_nodes_per_token"])
                 for field, value in moe_doc.items():
                     src = source if field in moe_given or not moe_src_given else "convention: default"

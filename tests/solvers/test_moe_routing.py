@@ -176,3 +176,19 @@ def test_the_resolved_document_says_how_tokens_are_routed() -> None:
     assert training["moe_pad_to_capacity"] is False and training["moe_force_balance"] is False
     assert r.document["model"]["moe"]["max_nodes_per_token"] == 4
     assert r.model.moe is not None and r.model.moe.max_nodes_per_token == 4
+
+
+def test_a_padded_capacity_is_sent_as_well_as_computed_whatever_the_skew_switch() -> None:
+    """Padding is configuration, not the fitted skew: with ``moe_overhead`` off a capacity of 2 padded still
+    doubles the all-to-all's time (and the experts' work) against a capacity of 1 padded."""
+    doc = load_example(DEEPSEEK)
+    doc["training"]["efficiency"]["effects"]["moe_overhead"] = False
+    one = solve(_with_training(doc, moe_capacity_factor=1.0, moe_pad_to_capacity=True), ranges=False)["step"]
+    two = solve(_with_training(doc, moe_capacity_factor=2.0, moe_pad_to_capacity=True), ranges=False)["step"]
+    assert two["comm_s"]["ep"] == pytest.approx(2.0 * one["comm_s"]["ep"], rel=1e-12)
+    assert two["compute_s"] > one["compute_s"]
+    # and with the switch off and no capacity, every expert rank carries the mean load, as before the field
+    assert (
+        solve(doc, ranges=False)["step"]
+        == solve(_with_training(doc, moe_force_balance=True), ranges=False)["step"]
+    )
