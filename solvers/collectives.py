@@ -259,13 +259,26 @@ class NodeDispatch(NamedTuple):
 def node_copies(*, copies: int, nodes: Num, max_nodes: int | None) -> Num:
     """Expected distinct nodes that a token's ``c`` routed copies reach: ``G' (1 - (1 - 1/G')^c)`` with
     ``G' = min(M, G)``, the ``G`` nodes of the group limited to the router's ``M`` (each copy on a node drawn
-    evenly from the ``G'`` the token may reach; node-limited routing, DeepSeek-V3 §2.1.2).
+    evenly from the ``G'`` the token may reach; node-limited routing, DeepSeek-V3 §2.1.2). ``G`` is the group's
+    members over the members per node, not rounded: a group of 128 on 72-GPU nodes spans 1.78 nodes' worth.
 
     Example: DeepSeek-V3, c = 8 over EP 64 on 8 nodes: 5.25 nodes without a limit, 3.6 with M = 4 (DeepSeek-V3:
     "each token will be sent to at most 4 nodes").
     """
-    reach = maximum(nodes, 1) if max_nodes is None else minimum(maximum(nodes, 1), max_nodes)
-    return reach * (1.0 - (1.0 - 1.0 / reach) ** copies)
+    reach = maximum(nodes, 1.0) if max_nodes is None else minimum(maximum(nodes, 1.0), float(max_nodes))
+    return reach * (1.0 - _power(1.0 - 1.0 / reach, copies))
+
+
+def _power(base: Num, exponent: int) -> Num:
+    # base ** exponent by squaring: correctly rounded products only, so python floats and numpy arrays agree
+    # bit for bit (numpy's vectorised pow and the C library's pow round differently)
+    result: Num = 1.0
+    while exponent > 0:
+        if exponent & 1:
+            result = result * base
+        base = base * base
+        exponent >>= 1
+    return result
 
 
 def placed_all_to_all_s(
@@ -296,7 +309,7 @@ def placed_all_to_all_s(
         up_bytes = (k - 1) / n * message_bytes
         nic_bytes = (n - k) / n * message_bytes
     else:
-        reached = node_copies(copies=per_node.copies, nodes=n // k, max_nodes=per_node.max_nodes)
+        reached = node_copies(copies=per_node.copies, nodes=n / k, max_nodes=per_node.max_nodes)
         up_bytes = (k - 1) / k * message_bytes
         nic_bytes = reached / per_node.copies * (n - k) / n * message_bytes
     up_s = transfer_s(

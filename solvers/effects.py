@@ -21,7 +21,9 @@ Each effect has a switch (``training.efficiency.effects.<name>``, on by default 
   and one write of ``top_k`` copies of each token's hidden vector per permutation, forward and backward
   (8 HBM passes; Megatron-Core's token dispatcher); the busiest expert rank carries ``1 + skew`` times the mean
   load (routing is never perfectly balanced; DeepSeek-V3 §2.1.2), which stretches the expert GEMMs and the
-  all-to-all. ``skew`` is fitted.
+  all-to-all. ``skew`` is fitted. The share of the expert-parallel exchange that overlap hides applies only to
+  the first stage's passes in the steady 1F1B phase (``solvers.pipeline.unpaired_share``: Megatron-Core pairs
+  one microbatch's dispatch with another's pass, and its warm-up and cool-down have none to pair with).
 * ``pipeline_ends``: the output layer (``6 h V`` FLOPs per token, forward and backward) runs on the last stage
   only. A stage planner moves layers away from it (Llama 3 §3.3.2, Megatron-LM's
   ``account_for_loss_in_pipeline_split``), so the busiest stage holds ``max(ceil(L/p), (L+e)/p, e)`` layer
@@ -162,13 +164,15 @@ def dense_shape_factor(
 
 def expert_load(*, skew: float, capacity_factor: float | None, pad: bool, forced: bool) -> float:
     """The busiest expert rank's tokens over the mean: ``1 + skew`` under dropless routing (``skew`` fitted), 1
-    when the router is bypassed for an even load (Megatron-Core's ``moe_router_force_load_balancing``), capped
+    when the router is bypassed for benchmarks (Megatron-Core's ``moe_router_force_load_balancing`` routes on
+    random logits, balanced in expectation; priced at the mean load), capped
     at the capacity ``c`` when tokens beyond it are dropped (``min(load, c)``), and exactly ``c`` when every
     expert's input is padded to its capacity (``moe_pad_expert_input_to_capacity``: the padded rows are
     computed and sent). Megatron-Core's capacity is ``c x tokens x top_k / experts`` per expert
     (``megatron/core/transformer/moe/moe_utils.py``, ``get_capacity``).
 
-    Example: skew 0.245 -> 1.245; with c = 1.0 and padding -> 1.0; c = 1.1 without padding -> 1.1.
+    Example: skew 0.5 (the fitted value, at its bound) -> 1.5; with c = 1.0 and padding -> 1.0; c = 1.1 without
+    padding -> 1.1.
     """
     load = 1.0 if forced else 1.0 + skew
     if capacity_factor is None:

@@ -117,6 +117,27 @@ def microbatches_in_flight(*, schedule: Num, pp: Num, microbatches: Num, virtual
     return where((p > 1.0) | (schedule == GPIPE), out, 1.0)
 
 
+def unpaired_share(*, schedule: Num, pp: Num, microbatches: Num, virtual_stages: Num) -> Num:
+    """Share of the first stage's model-chunk passes outside the steady one-forward-one-backward phase, where
+    Megatron-Core's expert-parallel overlap (``overlap_moe_expert_parallel_comm``) has no other microbatch's
+    pass to hide a dispatch or combine behind: ``W / (m v)`` with the first stage's warm-up forwards
+    ``W = 2 (p-1) + (v-1) g + 1`` interleaved (group size ``g = p``, the default) and ``W = p`` for 1F1B (``p - 1``
+    as 1F1B's own, plus the one extra forward the overlap schedules before the steady phase), each answered by a
+    backward in the cool-down; at most 1. Other schedules: 0 (their overlap share applies as given).
+    Source: Megatron-Core ``pipeline_parallel/schedules.py``, ``forward_backward_pipelining_with_interleaving``
+    (``num_warmup_microbatches = (pipeline_parallel_size - pipeline_parallel_rank - 1) * 2``, ``+= (num_model_
+    chunks - 1) * microbatch_group_size_per_vp_stage``, "When enabling overlap_moe_expert_parallel_comm, we
+    schedule one extra micro-batch forward step before the 1f1b stages", ``+ 1``).
+    Example: p = 4, v = 4, m = 16 (MLPerf v6.0's DeepSeek-V3 on 8,192 GB200): W = 6 + 12 + 1 = 19 of 64, 0.30;
+    m = 60: 0.079; 1F1B p = 8, m = 128: 8 / 128 = 0.0625.
+    """
+    p = 1.0 * pp
+    v = 1.0 * maximum(virtual_stages, 1)
+    warmup = where(schedule == INTERLEAVED, 2.0 * (p - 1.0) + (v - 1.0) * p + 1.0, p)
+    share = minimum(warmup / (1.0 * microbatches * where(schedule == INTERLEAVED, v, 1.0)), 1.0)
+    return where((schedule == ONE_F_ONE_B) | (schedule == INTERLEAVED), share, 0.0)
+
+
 def parameter_copies(*, schedule: Num) -> Num:
     """Copies of a stage's parameters each GPU holds: 2 for DualPipe (DeepSeek-V3 Table 2), else 1."""
     return where(schedule == DUALPIPE, 2.0, 1.0)

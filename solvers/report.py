@@ -88,9 +88,39 @@ def compose(
     return _compose(resolved, layout.block(row["microbatches"]), row, ledger, search, ranges, document)
 
 
-def _zero3_exchange_stated(resolved: Resolved) -> bool:
-    """Whether the scenario gave ``training.zero3_exchange`` (its assumption entry's source is the scenario)."""
-    return any(note.key == "training.zero3_exchange" and note.source == SCENARIO for note in resolved.notes)
+def _stated(resolved: Resolved, key: str) -> bool:
+    """Whether the scenario gave the field ``key`` (its assumption entry's source is the scenario)."""
+    return any(note.key == key and note.source == SCENARIO for note in resolved.notes)
+
+
+_ROUTING_FIELDS = ("moe_dispatch", "moe_capacity_factor", "moe_pad_to_capacity", "moe_force_balance")
+
+
+def _routing_warnings(resolved: Resolved, layout: LayoutBlock) -> list[str]:
+    """What a report should say about how routed tokens are priced (docs/CONVENTIONS.md, "MoE dispatch across
+    nodes" and "Expert load"): a default dispatch under a node-limited router whose experts span nodes, routing
+    fields on a model without experts, and a capacity that drops tokens even at an even load."""
+    moe, training = resolved.model.moe, resolved.training
+    if moe is None:
+        stated = [f"training.{name}" for name in _ROUTING_FIELDS if _stated(resolved, f"training.{name}")]
+        return [f"{', '.join(stated)}: the model has no experts, so this changes nothing"] if stated else []
+    out = []
+    per_node = max(resolved.cluster.gpus_per_node // max(int(layout["expert_tp"]), 1), 1)
+    spans_nodes = min(per_node, int(layout["ep"])) < int(layout["ep"])
+    if spans_nodes and moe.max_nodes_per_token is not None and not _stated(resolved, "training.moe_dispatch"):
+        out.append(
+            f"training.moe_dispatch: the router sends a token to at most {moe.max_nodes_per_token} nodes "
+            f"(model.moe.max_nodes_per_token) and the {layout['ep']} expert ranks span nodes, but each routed copy "
+            "is priced across the NIC on its own (per_expert, the default); a dispatcher that sends one copy per "
+            "node and forwards it over the scale-up link (DeepSeek-V3 §3.2.2, DeepEP) is per_node"
+        )
+    capacity = training.moe_capacity_factor
+    if capacity is not None and capacity < 1.0:
+        out.append(
+            f"training.moe_capacity_factor: {capacity:g} is below 1, so every expert drops tokens even at an "
+            f"even load and computes at most {capacity:g} of the mean"
+        )
+    return out
 
 
 def _compose(
@@ -116,13 +146,18 @@ def _compose(
             "compute: per-GPU matrices are small enough that HBM bandwidth, not math, bounds some of the "
             "step (step.roofline_bound)"
         )
-    if layout["zero_stage"] >= 3 and layout["microbatches"] > 1 and not _zero3_exchange_stated(resolved):
+    if (
+        layout["zero_stage"] >= 3
+        and layout["microbatches"] > 1
+        and not _stated(resolved, "training.zero3_exchange")
+    ):
         warnings.append(
             f"training.zero3_exchange: ZeRO-3 over {layout['microbatches']} microbatches a step is priced with one "
             "data-parallel exchange a step (once_per_step, the default and the cheaper reading); a framework that "
             "gathers and reduce-scatters in every microbatch needs every_microbatch (which frameworks do: the "
             "assumption entry of training.zero3_exchange)"
         )
+    warnings.extend(_routing_warnings(resolved, layout))
     warnings.extend(ledger.warnings)  # texts the ledger wrote
     if document is None:
         document = resolved.document

@@ -223,8 +223,9 @@ class EffectsSpec:
         "Barroso, The Tail at Scale, CACM 2013); sigma fitted (solvers.catalog.fitted)"
     )
     moe_overhead: bool = _switch(
-        "MoE token permutation (8 HBM passes over the routed copies, Megatron-Core token dispatcher) and the "
-        "busiest expert rank's load skew (fitted, solvers.catalog.fitted)"
+        "MoE token permutation (8 HBM passes over the routed copies, Megatron-Core token dispatcher), the "
+        "busiest expert rank's load skew (fitted, solvers.catalog.fitted) and the expert-parallel overlap "
+        "only in the steady 1F1B phase (Megatron-Core schedules.py warm-up count)"
     )
     pipeline_ends: bool = _switch(
         "the output layer runs on the last stage, which a stage planner rebalances (Llama 3 §3.3.2), or on top "

@@ -569,8 +569,9 @@ FIELDS += (
     _flag(
         "training.moe_force_balance",
         default=False,
-        source="convention: tokens go where the learned router sends them; true = every expert the same count "
-        "whatever the router says (Megatron-Core's moe_router_force_load_balancing, for benchmarks)",
+        source="convention: tokens go where the learned router sends them; true = the router bypassed for "
+        "benchmarks, balanced in expectation and priced at the mean load (Megatron-Core's "
+        "moe_router_force_load_balancing, random logits)",
     ),
     *_LAYOUT_FIELDS,
     _obj("training.efficiency"),

@@ -274,6 +274,7 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
         r.error(join(path, "kv_heads"), f"must divide model.heads (={heads:,})")
 
     moe_doc: dict[str, int] | None = None
+    node_limit: int | None = None  # model.moe.max_nodes_per_token (None: routing not limited by node)
     moe_src_given = "moe" in given
     moe_raw = given["moe"] if moe_src_given else (preset or {}).get("moe")
     if moe_raw is not None:
@@ -296,21 +297,19 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
                     ),
                     "moe_layers": int(moe_nums.get("moe_layers", layers)),
                 }
-                # absent or null: not limited (the table's default), and left out of the resolved document
-                if moe_nums.get("max_nodes_per_token") is not None:
-                    moe_doc["max_nodes_per_token"] = int(moe_nums["max_nodes_per_token"])
-                for field, value in moe_doc.items():
+                if moe_nums.get("max_nodes_per_token") is not None:  # absent or null: the table's default
+                    node_limit = int(moe_nums["max_nodes_per_token"])
+                for field, value in {**moe_doc, "max_nodes_per_token": node_limit}.items():
                     src = source if field in moe_given or not moe_src_given else "convention: default"
                     if field in ("shared_experts", "max_nodes_per_token") and field not in moe_given:
                         src = fields.TABLE[join(moe_path, field)].source
                     if field == "moe_layers" and field not in moe_given:
                         src = "convention: every layer is an MoE layer"
                     r.note(join(moe_path, field), value, "", src)
-                if moe_doc["top_k"] > moe_doc["experts"]:
-                    r.error(
-                        join(moe_path, "top_k"), f"must be <= model.moe.experts (={moe_doc['experts']:,})"
-                    )
-                if moe_doc["moe_layers"] > layers:
+                experts, top_k = int(moe_nums["experts"]), int(moe_nums["top_k"])
+                if top_k > experts:
+                    r.error(join(moe_path, "top_k"), f"must be <= model.moe.experts (={experts:,})")
+                if int(moe_nums.get("moe_layers", layers)) > layers:
                     r.error(join(moe_path, "moe_layers"), f"must be <= model.layers (={layers:,})")
 
     mla_doc = _parse_mla(r, given, preset, preset_key, path)
@@ -376,7 +375,7 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
         "gated_mlp": gated,
         "tied_embeddings": tied,
         "dropout": dropout,
-        "moe": moe_doc,
+        "moe": None if moe_doc is None else {**moe_doc, "max_nodes_per_token": node_limit},
     }
     if mla_doc is not None:  # only MLA models carry the key, so other models' documents are unchanged
         doc["mla"] = mla_doc
@@ -396,7 +395,7 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
         # stored and checkpointed with it, so the engine's counts hold both.
         params=params + mtp_total,
         active_params=active + mtp_active,
-        moe=MoESpec(**moe_doc) if moe_doc else None,
+        moe=MoESpec(**moe_doc, max_nodes_per_token=node_limit) if moe_doc else None,
         gated_mlp=gated,
         dropout=dropout,
         mla=MLASpec(**mla_doc) if mla_doc else None,

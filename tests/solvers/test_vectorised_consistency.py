@@ -15,10 +15,11 @@ import pytest
 from solvers.engine import StepColumns, check_layouts, evaluate, evaluate_one, layout_rule_codes
 from solvers.inputs import resolve
 from solvers.layout import Layout
-from solvers.specs import ClusterSpec, EffectsSpec, LayoutBatch, ModelSpec, OverlapSpec, TrainingSpec
+from solvers.specs import ClusterSpec, EffectsSpec, LayoutBatch, ModelSpec, MoESpec, OverlapSpec, TrainingSpec
 from tests.solvers.test_engine import DEEPSEEK_V3, LLAMA3_405B, catalog_cluster, training
 
 DEEPSEEK_V3_MTP = resolve({"model": {"preset": "deepseek-v3"}}).model
+MOE_240 = MoESpec(experts=240, top_k=3, expert_ffn_hidden=2048, shared_experts=1, moe_layers=58)
 
 LAYOUT_FIELDS = tuple(f.name for f in fields(LayoutBatch))
 
@@ -170,6 +171,17 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
                 moe_capacity_factor=1.25,
                 moe_pad_to_capacity=True,
             ),
+        ),
+        # top-k 3 of 240 experts: a power of (1 - 1/G') that NumPy's vectorised pow and the C library's round
+        # differently (the engine multiplies by squaring instead)
+        (
+            "top3-of-240-experts-per-node-dispatch",
+            dataclasses.replace(
+                DEEPSEEK_V3,
+                moe=MOE_240,
+            ),
+            ds_cluster,
+            dataclasses.replace(ds_tr, effects=effects, moe_dispatch="per_node"),
         ),
         # the preset's multi-token-prediction module (model.mtp_layers 1) on the last stage
         ("deepseek-v3-mtp-effects", DEEPSEEK_V3_MTP, ds_cluster, dataclasses.replace(ds_tr, effects=effects)),
