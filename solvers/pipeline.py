@@ -125,9 +125,10 @@ def unpaired_share(*, schedule: Num, pp: Num, microbatches: Num, virtual_stages:
     as 1F1B's own, plus the one extra forward the overlap schedules before the steady phase), each answered by a
     backward in the cool-down; at most 1. Other schedules: 0 (their overlap share applies as given).
     Source: Megatron-Core ``pipeline_parallel/schedules.py``, ``forward_backward_pipelining_with_interleaving``
-    (``num_warmup_microbatches = (pipeline_parallel_size - pipeline_parallel_rank - 1) * 2``, ``+= (num_model_
-    chunks - 1) * microbatch_group_size_per_vp_stage``, "When enabling overlap_moe_expert_parallel_comm, we
-    schedule one extra micro-batch forward step before the 1f1b stages", ``+ 1``).
+    (``num_warmup_microbatches = (pipeline_parallel_size - pipeline_parallel_rank - 1) * 2``, then
+    ``+= (num_model_chunks - 1) * microbatch_group_size_per_vp_stage``, and "When enabling
+    overlap_moe_expert_parallel_comm, we schedule one extra micro-batch forward step before the 1f1b stages",
+    ``+ 1``).
     Example: p = 4, v = 4, m = 16 (MLPerf v6.0's DeepSeek-V3 on 8,192 GB200): W = 6 + 12 + 1 = 19 of 64, 0.30;
     m = 60: 0.079; 1F1B p = 8, m = 128: 8 / 128 = 0.0625.
     """

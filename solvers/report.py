@@ -19,10 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from solvers import version
+from solvers import collectives, version
 from solvers.canonical import canonical_hash
 from solvers.errors import SolverInternalError, reason_to_error
 from solvers.inputs import SCHEMA_VERSION, Resolved
+from solvers.inputs.fields import TABLE
 from solvers.inputs.reader import SCENARIO
 from solvers.layout import Layout
 from solvers.ledger import LedgerResult
@@ -93,7 +94,8 @@ def _stated(resolved: Resolved, key: str) -> bool:
     return any(note.key == key and note.source == SCENARIO for note in resolved.notes)
 
 
-_ROUTING_FIELDS = ("moe_dispatch", "moe_capacity_factor", "moe_pad_to_capacity", "moe_force_balance")
+# the training fields that say how routed tokens are sent and load the experts (training.moe_*)
+_ROUTING_FIELDS = tuple(name for name in TABLE.keys("training") if name.startswith("moe_"))
 
 
 def _routing_warnings(resolved: Resolved, layout: LayoutBlock) -> list[str]:
@@ -105,8 +107,12 @@ def _routing_warnings(resolved: Resolved, layout: LayoutBlock) -> list[str]:
         stated = [f"training.{name}" for name in _ROUTING_FIELDS if _stated(resolved, f"training.{name}")]
         return [f"{', '.join(stated)}: the model has no experts, so this changes nothing"] if stated else []
     out = []
-    per_node = max(resolved.cluster.gpus_per_node // max(int(layout["expert_tp"]), 1), 1)
-    spans_nodes = min(per_node, int(layout["ep"])) < int(layout["ep"])
+    members = collectives.members_per_node(
+        group_size=int(layout["ep"]),
+        stride=int(layout["expert_tp"]),
+        gpus_per_node=resolved.cluster.gpus_per_node,
+    )
+    spans_nodes = members < int(layout["ep"])
     if spans_nodes and moe.max_nodes_per_token is not None and not _stated(resolved, "training.moe_dispatch"):
         out.append(
             f"training.moe_dispatch: the router sends a token to at most {moe.max_nodes_per_token} nodes "
