@@ -576,10 +576,11 @@ def _step(
     hidden_pp = minimum(ov.pp * pp_x.time_s, compute_s)
     # the per-tensor collectives wait on torch.cuda.synchronize(): no overlap hides them
     hidden_dp = minimum(ov.dp * (dp_x.time_s - per_tensor_s), microbatch_s * dp_rounds)
-    # moe_overhead: Megatron-Core hides a dispatch behind another microbatch's pass only in the steady 1F1B phase
-    unpaired = fx.moe_overhead * pipeline.unpaired_share(
-        schedule=schedule, pp=pp, microbatches=m, virtual_stages=lay.virtual_stages
-    )
+    unpaired: Num = 0.0  # moe_overhead: Megatron-Core hides a dispatch only in the steady 1F1B phase
+    if fx.moe_overhead and moe is not None:
+        unpaired = pipeline.unpaired_share(
+            schedule=schedule, pp=pp, microbatches=m, virtual_stages=lay.virtual_stages
+        )
     hidden_ep = minimum(ov.ep * (1.0 - unpaired) * ep_x.time_s, compute_s * moe_share)
     # Together the hidden exchanges never exceed the compute they hide behind either: each window above is a
     # share of the same compute, so when their sum would pass it every hidden share shrinks in proportion

@@ -306,10 +306,11 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
                     if field == "moe_layers" and field not in moe_given:
                         src = "convention: every layer is an MoE layer"
                     r.note(join(moe_path, field), value, "", src)
-                experts, top_k = int(moe_nums["experts"]), int(moe_nums["top_k"])
-                if top_k > experts:
-                    r.error(join(moe_path, "top_k"), f"must be <= model.moe.experts (={experts:,})")
-                if int(moe_nums.get("moe_layers", layers)) > layers:
+                if moe_doc["top_k"] > moe_doc["experts"]:
+                    r.error(
+                        join(moe_path, "top_k"), f"must be <= model.moe.experts (={moe_doc['experts']:,})"
+                    )
+                if moe_doc["moe_layers"] > layers:
                     r.error(join(moe_path, "moe_layers"), f"must be <= model.layers (={layers:,})")
 
     mla_doc = _parse_mla(r, given, preset, preset_key, path)
