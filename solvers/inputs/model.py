@@ -159,30 +159,48 @@ def _head_dim(
     return value
 
 
+def _preset_block(
+    r: Reader, given: Mapping[str, Any], preset: Mapping[str, Any] | None, path: str, name: str
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]] | None:
+    """The object ``model.<name>`` as ``(fields, the scenario's, the preset's)``, or None when there is none.
+
+    The scenario's fields are laid over the preset's block, so a partial block changes only what it names
+    (``{preset: deepseek-v3, moe: {max_nodes_per_token: 8}}`` keeps the preset's 256 experts); ``null``
+    removes the preset's block, and a model without a preset block takes the scenario's as it is."""
+    block_path = join(path, name)
+    base = (preset or {}).get(name)
+    if name not in given:
+        return None if base is None else (dict(base), {}, dict(base))
+    if given[name] is None:
+        return None
+    user = r.mapping(given[name], block_path, fields.TABLE.keys(block_path))
+    if user is None:
+        return None
+    base = dict(base or {})
+    return {**base, **user}, user, base
+
+
 def _parse_mla(
     r: Reader, given: Mapping[str, Any], preset: Mapping[str, Any] | None, preset_key: str | None, path: str
 ) -> dict[str, int] | None:
-    """The ``model.mla`` block (Multi-head Latent Attention), from the scenario or the preset, or None."""
-    given_here = "mla" in given
-    raw = given["mla"] if given_here else (preset or {}).get("mla")
-    if raw is None:
+    """The ``model.mla`` block (Multi-head Latent Attention): the preset's, with the scenario's fields over it."""
+    block = _preset_block(r, given, preset, path, "mla")
+    if block is None:
         return None
+    mla_given, user, _ = block
     mla_path = join(path, "mla")
-    mla_given = r.mapping(raw, mla_path, fields.TABLE.keys(mla_path))
-    if mla_given is None:
-        return None
     nums = read_numbers(r, mla_given, mla_path)
     for field in _MLA_FIELDS:
         if field not in mla_given and not fields.TABLE[join(mla_path, field)].has_default:
             r.error(join(mla_path, field), "required for Multi-head Latent Attention")
     if len(nums) != len(mla_given) or r.failed_under(mla_path):
         return None
-    source = SCENARIO if given_here else _model_preset_source(preset_key or "", "mla")
     doc: dict[str, int] = {}
     for field in _MLA_FIELDS:
         row = fields.TABLE[join(mla_path, field)]
         if field in nums:
             doc[field] = int(nums[field])
+            source = SCENARIO if field in user else _model_preset_source(preset_key or "", "mla")
             r.note(join(mla_path, field), doc[field], "", source)
         else:
             doc[field] = int(row.default)
@@ -275,43 +293,40 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
 
     moe_doc: dict[str, int] | None = None
     node_limit: int | None = None  # model.moe.max_nodes_per_token (None: routing not limited by node)
-    moe_src_given = "moe" in given
-    moe_raw = given["moe"] if moe_src_given else (preset or {}).get("moe")
-    if moe_raw is not None:
+    block = _preset_block(r, given, preset, path, "moe")
+    if block is not None:
         moe_path = join(path, "moe")
-        moe_given = r.mapping(moe_raw, moe_path, fields.TABLE.keys(moe_path))
-        if moe_given is not None:
-            moe_nums = read_numbers(r, moe_given, moe_path)
-            if moe_src_given:
-                for field in ("experts", "top_k", "expert_ffn_hidden"):
-                    if field not in moe_given:
-                        r.error(join(moe_path, field), "required for a mixture-of-experts model")
-            if len(moe_nums) == len(moe_given) and not r.failed_under(moe_path):
-                source = SCENARIO if moe_src_given else psrc("shape")
-                moe_doc = {
-                    "experts": int(moe_nums["experts"]),
-                    "top_k": int(moe_nums["top_k"]),
-                    "expert_ffn_hidden": int(moe_nums["expert_ffn_hidden"]),
-                    "shared_experts": int(
-                        moe_nums.get("shared_experts", fields.TABLE[join(moe_path, "shared_experts")].default)
-                    ),
-                    "moe_layers": int(moe_nums.get("moe_layers", layers)),
-                }
-                if moe_nums.get("max_nodes_per_token") is not None:  # absent or null: the table's default
-                    node_limit = int(moe_nums["max_nodes_per_token"])
-                for field, value in {**moe_doc, "max_nodes_per_token": node_limit}.items():
-                    src = source if field in moe_given or not moe_src_given else "convention: default"
-                    if field in ("shared_experts", "max_nodes_per_token") and field not in moe_given:
-                        src = fields.TABLE[join(moe_path, field)].source
-                    if field == "moe_layers" and field not in moe_given:
-                        src = "convention: every layer is an MoE layer"
-                    r.note(join(moe_path, field), value, "", src)
-                if moe_doc["top_k"] > moe_doc["experts"]:
-                    r.error(
-                        join(moe_path, "top_k"), f"must be <= model.moe.experts (={moe_doc['experts']:,})"
-                    )
-                if moe_doc["moe_layers"] > layers:
-                    r.error(join(moe_path, "moe_layers"), f"must be <= model.layers (={layers:,})")
+        moe_given, user, base = block
+        moe_nums = read_numbers(r, moe_given, moe_path)
+        for field in ("experts", "top_k", "expert_ffn_hidden"):
+            if field not in moe_given:
+                r.error(join(moe_path, field), "required for a mixture-of-experts model")
+        if len(moe_nums) == len(moe_given) and not r.failed_under(moe_path):
+            moe_doc = {
+                "experts": int(moe_nums["experts"]),
+                "top_k": int(moe_nums["top_k"]),
+                "expert_ffn_hidden": int(moe_nums["expert_ffn_hidden"]),
+                "shared_experts": int(
+                    moe_nums.get("shared_experts", fields.TABLE[join(moe_path, "shared_experts")].default)
+                ),
+                "moe_layers": int(moe_nums.get("moe_layers", layers)),
+            }
+            if moe_nums.get("max_nodes_per_token") is not None:  # absent or null: the table's default
+                node_limit = int(moe_nums["max_nodes_per_token"])
+            for field, value in {**moe_doc, "max_nodes_per_token": node_limit}.items():
+                if field in user:
+                    src = SCENARIO
+                elif field in base:
+                    src = psrc("shape")
+                elif field == "moe_layers":
+                    src = "convention: every layer is an MoE layer"
+                else:
+                    src = fields.TABLE[join(moe_path, field)].source
+                r.note(join(moe_path, field), value, "", src)
+            if moe_doc["top_k"] > moe_doc["experts"]:
+                r.error(join(moe_path, "top_k"), f"must be <= model.moe.experts (={moe_doc['experts']:,})")
+            if moe_doc["moe_layers"] > layers:
+                r.error(join(moe_path, "moe_layers"), f"must be <= model.layers (={layers:,})")
 
     mla_doc = _parse_mla(r, given, preset, preset_key, path)
     if mla_doc is not None and head_dim is not None:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -83,19 +84,32 @@ def test_deepseek_dispatch_halves_the_expert_exchange_on_infiniband() -> None:
     assert per_node["step_s"] < per_copy["step_s"]
     # without the preset's node limit the IB copies rise from 3.6 to 5.25 per token: more time than with it
     unlimited = copy.deepcopy(doc)
-    unlimited["model"] = {"preset": "deepseek-v3", "moe": {**_preset_moe(), "max_nodes_per_token": None}}
+    unlimited["model"] = {"preset": "deepseek-v3", "moe": {"max_nodes_per_token": None}}
     assert per_node["comm_s"]["ep"] < solve(unlimited, ranges=False)["step"]["comm_s"]["ep"]
 
 
-def _preset_moe() -> dict[str, Any]:
-    moe = resolve({"model": {"preset": "deepseek-v3"}}).model.moe
-    assert moe is not None and moe.max_nodes_per_token == 4
-    return {
-        "experts": moe.experts,
-        "top_k": moe.top_k,
-        "expert_ffn_hidden": moe.expert_ffn_hidden,
-        "shared_experts": moe.shared_experts,
-        "moe_layers": moe.moe_layers,
+def test_a_partial_block_changes_only_the_preset_fields_it_names() -> None:
+    """``model.moe`` and ``model.mla`` are laid over the preset's blocks field by field; null removes a block."""
+    preset = resolve({"model": {"preset": "deepseek-v3"}}).model
+    assert preset.moe is not None and preset.moe.max_nodes_per_token == 4 and preset.mla is not None
+    lifted = resolve({"model": {"preset": "deepseek-v3", "moe": {"max_nodes_per_token": 8}}})
+    assert lifted.model.moe == dataclasses.replace(preset.moe, max_nodes_per_token=8)
+    by_key = {a["key"]: a["source"] for a in lifted.assumptions}
+    assert by_key["model.moe.max_nodes_per_token"] == "scenario"
+    assert by_key["model.moe.experts"].startswith("model preset 'deepseek-v3'")
+    narrower = resolve({"model": {"preset": "deepseek-v3", "mla": {"q_lora_rank": 1024}}}).model
+    assert narrower.mla == dataclasses.replace(preset.mla, q_lora_rank=1024)
+    assert resolve({"model": {"preset": "deepseek-v3", "moe": None}}).model.moe is None
+    # the whole block stated again is the preset itself: the same document, the same hash
+    whole = {"preset": "deepseek-v3", "moe": {"max_nodes_per_token": 4}}
+    assert resolve({"model": whole}).input_hash == resolve({"model": {"preset": "deepseek-v3"}}).input_hash
+    # a model without experts still needs the three shape fields, each named
+    assert set(_errors({"model": {"preset": "llama3-8b", "moe": {"top_k": 2}}})) == {
+        "model.moe.experts",
+        "model.moe.expert_ffn_hidden",
+    }
+    assert _errors({"model": {"preset": "deepseek-v3", "moe": {"top_k": 300}}}) == {
+        "model.moe.top_k": "must be <= model.moe.experts (=256)"
     }
 
 
@@ -163,7 +177,7 @@ def test_bad_routing_fields_name_the_field_and_the_rule(
 
 def test_a_node_limit_below_one_is_refused() -> None:
     doc = load_example(DEEPSEEK)
-    doc["model"] = {"preset": "deepseek-v3", "moe": {**_preset_moe(), "max_nodes_per_token": 0}}
+    doc["model"] = {"preset": "deepseek-v3", "moe": {"max_nodes_per_token": 0}}
     errors = _errors(doc)
     assert "model.moe.max_nodes_per_token" in errors
     assert ">= 1" in errors["model.moe.max_nodes_per_token"]
