@@ -91,7 +91,9 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from solvers import compute
 from solvers.compute import Num, maximum, minimum, where
+from solvers.specs import ModelSpec
 
 TILE = 128.0
 """Tile width of the tensor-core GEMM kernels (cuBLAS/CUTLASS tiles are 64-256 wide; NVIDIA Matrix
@@ -419,6 +421,32 @@ def unfused_elementwise_bytes_per_token_layer(
     if gated:
         total = total + 2.0 * e * ffn_width
     return total
+
+
+def model_unfused_bytes_per_token_layer(
+    *, model: ModelSpec, tp: Num, expert_split: Num, sequence_parallel: Num, element_bytes: float
+) -> Num:
+    """``unfused_elementwise_bytes_per_token_layer`` of ``model``, MoE layers weighted by ``moe_layers / layers``
+    (their SwiGLU on ``(top_k + shared) x expert_ffn / expert_split`` per token: ``expert_tp``, or ``tp`` when
+    the expert-TP group gathers ``etp/tp`` of the tokens, ``expert_tp_exchange``). Example: Llama 3 8B, BF16,
+    tp 1: 401,408 bytes."""
+    head_dim = compute.head_dim(model=model)
+    moe = model.moe
+    ffn_width = model.ffn_hidden / tp
+    if moe is not None:
+        share = moe.moe_layers / model.layers
+        expert_width = (moe.top_k + moe.shared_experts) * moe.expert_ffn_hidden / expert_split
+        ffn_width = (1.0 - share) * ffn_width + share * expert_width
+    return unfused_elementwise_bytes_per_token_layer(
+        hidden=float(model.hidden),
+        q_width=model.heads * head_dim,
+        kv_width=model.kv_heads * head_dim,
+        ffn_width=ffn_width,
+        gated=model.gated_mlp,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        element_bytes=element_bytes,
+    )
 
 
 def unfused_elementwise_time_s(*, bytes_per_pass: Num, full_recompute: Num, hbm_bytes_s: float) -> Num:

@@ -142,30 +142,6 @@ _FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(StepColumns))
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _unfused_bytes_per_token_layer(
-    *, model: ModelSpec, tp: Num, etp: Num, lay: Layout | LayoutBatch, precision: str
-) -> Num:
-    """The ``unfused_elementwise`` effect's forward bytes per token and layer, MoE layers weighted by
-    ``moe_layers / layers`` (their SwiGLU on ``(top_k + shared) x expert_ffn / expert_tp``)."""
-    head_dim = compute.head_dim(model=model)
-    moe = model.moe
-    ffn_width = model.ffn_hidden / tp
-    if moe is not None:
-        share = moe.moe_layers / model.layers
-        expert_width = (moe.top_k + moe.shared_experts) * moe.expert_ffn_hidden / etp
-        ffn_width = (1.0 - share) * ffn_width + share * expert_width
-    return effects.unfused_elementwise_bytes_per_token_layer(
-        hidden=float(model.hidden),
-        q_width=model.heads * head_dim,
-        kv_width=model.kv_heads * head_dim,
-        ffn_width=ffn_width,
-        gated=model.gated_mlp,
-        tp=tp,
-        sequence_parallel=lay.sequence_parallel,
-        element_bytes=exchanges.activation_element_bytes(precision=precision),
-    )
-
-
 def evaluate(
     *, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, layouts: LayoutBatch
 ) -> StepColumns:
@@ -336,7 +312,10 @@ def _step(
         forced=training.moe_force_balance,
     )
     if moe is not None:
-        expert_rows = microbatch_tokens * ep * moe.top_k / moe.experts
+        # expert_tp_exchange: a GPU's experts see etp/tp of its TP group's tokens (their copies gathered over etp)
+        expert_rows = (
+            microbatch_tokens * ep * moe.top_k / moe.experts * (etp / tp if fx.expert_tp_exchange else 1.0)
+        )
         expert_intensity = compute.gemm_intensity_flop_per_byte(
             rows=expert_rows, inner=h, cols=moe.expert_ffn_hidden / etp, element_bytes=gemm_bytes
         )
@@ -376,6 +355,7 @@ def _step(
         expert_tp=etp,
         sequence_parallel=lay.sequence_parallel,
         scores=scores,
+        expert_gather=fx.expert_tp_exchange,
     )
     # ``layer_s``: what each layer of the stage costs besides its math (the pipeline_ends effect weighs it).
     layer_s = compute.elementwise_time_s(
@@ -391,7 +371,13 @@ def _step(
             bytes_per_pass=m
             * microbatch_tokens
             * layers_busiest
-            * _unfused_bytes_per_token_layer(model=model, tp=tp, etp=etp, lay=lay, precision=precision),
+            * effects.model_unfused_bytes_per_token_layer(
+                model=model,
+                tp=tp,
+                expert_split=tp if fx.expert_tp_exchange else etp,
+                sequence_parallel=lay.sequence_parallel,
+                element_bytes=exchanges.activation_element_bytes(precision=precision),
+            ),
             full_recompute=full_recompute,
             hbm_bytes_s=hbm,
         )
@@ -450,6 +436,9 @@ def _step(
         moe_share=moe_share,
         full_recompute=full_recompute,
         links=links,
+        routed_top_k=moe.top_k if fx.expert_tp_exchange and moe is not None else 0,
+        expert_load=expert_load,
+        shared_experts=moe is not None and moe.shared_experts > 0,
     )
     kv_heads_per_rank = minimum(tp, model.kv_heads)
     kv_bytes = (b * s) * 2.0 * h * compute.kv_width_share(model=model) * act_e / kv_heads_per_rank
@@ -648,6 +637,7 @@ def _step(
         layers_on_stage=layers_busiest,
         in_flight=in_flight,
         scores=scores,
+        expert_gather=fx.expert_tp_exchange,
     )
     total = weights + grads + optim + activations
     capacity = acc.hbm_gb * 1e9

@@ -13,7 +13,8 @@ microbatch.
 * **TP** (Shoeybi et al. 2019 §3; Korthikanti et al. 2022 §4.2.2): per layer two all-reduces of ``A`` in the
   forward pass and two in the backward (sequence parallelism replaces each by a reduce-scatter and an
   all-gather of the same total volume); full recompute adds the forward pair again. MoE layers run their MLP
-  collectives over ``expert_tp``. Per GPU per step: ``m L 4 x 2(t-1)/t x A``. Example (seed 004 §5.3, HPN
+  collectives over ``expert_tp``: an all-reduce of ``A``, or (effect ``expert_tp_exchange``) the all-gather and
+  reduce-scatter of the ``etp x A/t x top_k`` routed copies the expert-TP group gathers. Per GPU per step: ``m L 4 x 2(t-1)/t x A``. Example (seed 004 §5.3, HPN
   Table 3): GPT-3 175B, b = 1, s = 2,048, TP 8: 4 x 1.75 x 50.3 MB = 352 MB per layer per microbatch.
 * **CP** (Llama 3 §3.3.2, all-gather based context parallelism): per layer an all-gather of K and V in the
   forward pass and a reduce-scatter of their gradients in the backward, each ``(cp-1)/cp`` of
@@ -79,15 +80,37 @@ def tp_exchange(
     moe_share: float,
     full_recompute: Num,
     links: collectives.Links,
+    routed_top_k: int = 0,
+    expert_load: Num = 1.0,
+    shared_experts: bool = False,
 ) -> Exchange:
-    """Tensor-parallel all-reduces (module docstring). Example: HPN GPT-3 -> 352 MB per layer-microbatch."""
+    """Tensor-parallel all-reduces (module docstring). Example: HPN GPT-3 -> 352 MB per layer-microbatch.
+
+    ``routed_top_k`` > 0 (the ``expert_tp_exchange`` effect): a MoE layer's MLP gathers the routed copies over
+    ``expert_tp`` before the experts and reduce-scatters them after, ``etp x A/t x top_k`` being what the group
+    gathers (an all-reduce's volume in all, the busiest rank's at ``expert_load``), plus the attention TP's pair
+    when the layer has shared experts; 0 (the seeds' convention): an all-reduce of ``A`` over ``expert_tp``.
+    Example: Qwen2-57B-A14B at TP 2, expert TP 2, top-8: an all-reduce of 8 A per MoE layer and pass, plus one
+    of A for its shared expert."""
     per_half = where(full_recompute, 3.0, 2.0)  # collectives per layer per half (attention, MLP)
     stride = 1
     attn_t, attn_nic = collectives.placed_all_reduce_s(
         group_size=tp, stride=stride, message_bytes=activation_bytes, links=links
     )
     attn_b = collectives.all_reduce_bytes(group_size=tp, message_bytes=activation_bytes)
-    if expert_tp is tp:  # the same group (one layout whose expert TP is its TP): the same collective
+    if routed_top_k:
+        expert_bytes = activation_bytes * routed_top_k * expert_tp / tp
+        mlp_group_t, mlp_group_nic = collectives.placed_all_reduce_s(
+            group_size=expert_tp, stride=stride, message_bytes=expert_bytes * expert_load, links=links
+        )
+        mlp_group_b = collectives.all_reduce_bytes(group_size=expert_tp, message_bytes=expert_bytes)
+        if shared_experts:
+            mlp_group_t, mlp_group_nic, mlp_group_b = (
+                mlp_group_t + attn_t,
+                mlp_group_nic + attn_nic,
+                mlp_group_b + attn_b,
+            )
+    elif expert_tp is tp:  # the same group (one layout whose expert TP is its TP): the same collective
         mlp_group_t, mlp_group_nic, mlp_group_b = attn_t, attn_nic, attn_b
     else:
         mlp_group_t, mlp_group_nic = collectives.placed_all_reduce_s(

@@ -33,7 +33,10 @@ attention and gated MLPs:
 So ``none`` = ``s b h (34 + 5 a s / h)`` for GPT-3 shapes without parallelism (Korthikanti eq. 1),
 ``selective`` drops the score term (eq. 5; fused attention kernels never store it either), ``full`` keeps only each
 layer's ``2 h`` input plus one layer's working set during its recomputation (§5). Routed-expert MLPs store,
-per token, ``top_k`` dispatched inputs ``2h`` and ``top_k`` expert activations, split over ``expert_tp``.
+per token, ``top_k`` dispatched inputs ``2h`` and ``top_k`` expert activations, split over ``expert_tp``; with
+``expert_gather`` (the ``expert_tp_exchange`` effect) a GPU holds ``etp/tp`` of its TP group's routed copies, each
+``2h`` whole, and ``1/etp`` of their expert activations (``top_k (2h etp + 6 f_e) / tp`` per token with a gated
+MLP, shared experts on the attention's TP), as Megatron-Core's dispatcher gathers the copies over the expert-TP group.
 Not counted: framework buffers, the output-layer logits on the last stage, fragmentation; the busiest
 stage for memory is the first, which holds the most microbatches in flight.
 """
@@ -115,6 +118,7 @@ def activation_bytes_per_token_layer(
     sequence_parallel: Num,
     recompute: Num,
     moe_layer: bool,
+    expert_gather: bool = False,
 ) -> Num:
     """Activation bytes stored per token per layer on one GPU (Korthikanti et al. 2022 §4, generalised).
 
@@ -136,8 +140,14 @@ def activation_bytes_per_token_layer(
     if moe_layer and model.moe is not None:
         moe = model.moe
         f_e = float(moe.expert_ffn_hidden)
-        routed = moe.top_k * (2.0 * h + per_mlp * f_e) + moe.shared_experts * per_mlp * f_e
-        mlp_part = routed / maximum(expert_tp, 1)
+        if (
+            expert_gather
+        ):  # each GPU holds etp/tp of its group's routed copies, h wide, and 1/etp of their MLP
+            etp = maximum(expert_tp, 1)
+            mlp_part = (moe.top_k * (2.0 * h * etp + per_mlp * f_e) + moe.shared_experts * per_mlp * f_e) / t
+        else:
+            routed = moe.top_k * (2.0 * h + per_mlp * f_e) + moe.shared_experts * per_mlp * f_e
+            mlp_part = routed / maximum(expert_tp, 1)
     else:
         mlp_part = per_mlp * float(model.ffn_hidden) / t
     rep = where(sequence_parallel, replicated / t, replicated)
@@ -159,6 +169,7 @@ def activation_bytes(
     layers_on_stage: Num,
     in_flight: Num,
     scores: Num = True,
+    expert_gather: bool = False,
 ) -> Num:
     """Activation bytes on the busiest-memory stage: in-flight microbatches x layers x per-layer bytes.
 
@@ -176,6 +187,7 @@ def activation_bytes(
         "tp": tp,
         "expert_tp": expert_tp,
         "sequence_parallel": sequence_parallel,
+        "expert_gather": expert_gather,
     }
     dense = activation_bytes_per_token_layer(recompute=recompute, moe_layer=False, **kwargs)
     per_token_layer = dense
@@ -221,6 +233,7 @@ def activation_traffic_bytes_per_token_layer(
     expert_tp: Num,
     sequence_parallel: Num,
     scores: Num,
+    expert_gather: bool = False,
 ) -> Num:
     """Activation bytes per token per layer that elementwise kernels move through HBM (one pass).
 
@@ -235,6 +248,7 @@ def activation_traffic_bytes_per_token_layer(
         "expert_tp": expert_tp,
         "sequence_parallel": sequence_parallel,
         "recompute": where(scores, 0, 1),
+        "expert_gather": expert_gather,
     }
     dense = activation_bytes_per_token_layer(moe_layer=False, **kwargs)
     if model.moe is None:

@@ -99,6 +99,7 @@ def test_the_switches_are_the_effects() -> None:
         "fp8_scope",
         "unfused_elementwise",
         "expert_kernels",
+        "expert_tp_exchange",
     }
 
 

@@ -219,7 +219,13 @@ def test_activation_memory_worked_example() -> None:
     heads of hidden / heads, whose attention part is 4 h + 4 h x 0.125 = 9,216)."""
     wide = resolve(QWEN3_DOC).model
     narrow = resolve(without_head_dim(QWEN3_DOC)).model
-    kwargs = {"seq_len": 4096, "tp": 1, "expert_tp": 1, "sequence_parallel": False, "recompute": 1}
+    kwargs: dict[str, Any] = {
+        "seq_len": 4096,
+        "tp": 1,
+        "expert_tp": 1,
+        "sequence_parallel": False,
+        "recompute": 1,
+    }
     assert memory.activation_bytes_per_token_layer(model=wide, moe_layer=True, **kwargs) == 108_544.0
     assert memory.activation_bytes_per_token_layer(model=narrow, moe_layer=True, **kwargs) == 99_328.0
 

@@ -96,6 +96,7 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
         fp8_scope=True,
         unfused_elementwise=True,
         expert_kernels=True,
+        expert_tp_exchange=True,
         shape_half_dim=100.0,
         jitter=0.01,
         moe_skew=0.2,
