@@ -436,8 +436,7 @@ def _step(
         moe_share=moe_share,
         full_recompute=full_recompute,
         links=links,
-        routed_top_k=moe.top_k if fx.expert_tp_exchange and moe is not None else 0,
-        expert_load=expert_load,
+        expert_gather=fx.expert_tp_exchange and moe is not None,
         shared_experts=moe is not None and moe.shared_experts > 0,
     )
     kv_heads_per_rank = minimum(tp, model.kv_heads)
@@ -552,6 +551,8 @@ def _step(
             per_node=collectives.NodeDispatch(moe.top_k, moe.max_nodes_per_token)
             if training.moe_dispatch == "per_node"
             else None,
+            expert_tp=etp,
+            gather=fx.expert_tp_exchange,
         )
         # the busiest rank's tokens (and a padded capacity's empty rows) cross the all-to-all as they reach the GEMMs
         ep_x = ep_x._replace(time_s=ep_x.time_s * expert_load)

@@ -13,8 +13,8 @@ microbatch.
 * **TP** (Shoeybi et al. 2019 §3; Korthikanti et al. 2022 §4.2.2): per layer two all-reduces of ``A`` in the
   forward pass and two in the backward (sequence parallelism replaces each by a reduce-scatter and an
   all-gather of the same total volume); full recompute adds the forward pair again. MoE layers run their MLP
-  collectives over ``expert_tp``: an all-reduce of ``A``, or (effect ``expert_tp_exchange``) the all-gather and
-  reduce-scatter of the ``etp x A/t x top_k`` routed copies the expert-TP group gathers. Per GPU per step: ``m L 4 x 2(t-1)/t x A``. Example (seed 004 §5.3, HPN
+  collectives over ``expert_tp``: an all-reduce of ``A``, or (effect ``expert_tp_exchange``) none but the
+  attention TP's pair for shared experts, the routed copies' gather being the dispatcher's (EP below). Per GPU per step: ``m L 4 x 2(t-1)/t x A``. Example (seed 004 §5.3, HPN
   Table 3): GPT-3 175B, b = 1, s = 2,048, TP 8: 4 x 1.75 x 50.3 MB = 352 MB per layer per microbatch.
 * **CP** (Llama 3 §3.3.2, all-gather based context parallelism): per layer an all-gather of K and V in the
   forward pass and a reduce-scatter of their gradients in the backward, each ``(cp-1)/cp`` of
@@ -35,7 +35,9 @@ microbatch.
   of which leave the GPU; FP8 training dispatches in FP8 (1 byte) and combines in BF16 (DeepSeek-V3
   §3.3.2). With ``training.moe_dispatch: per_node`` (DeepSeek-V3 §3.2.2, DeepEP) one copy per distinct target
   node crosses the NIC and is forwarded over the scale-up link; node-limited routing
-  (``model.moe.max_nodes_per_token``, DeepSeek-V3 §2.1.2) caps those nodes (``collectives.node_copies``).
+  (``model.moe.max_nodes_per_token``, DeepSeek-V3 §2.1.2) caps those nodes (``collectives.node_copies``). With
+  expert TP (effect ``expert_tp_exchange``) the dispatcher also all-gathers the copies each GPU receives over the
+  expert-TP group and reduce-scatters the outputs back, ``(etp-1)/etp`` of ``etp`` times the per-GPU volume.
 """
 
 from __future__ import annotations
@@ -80,36 +82,29 @@ def tp_exchange(
     moe_share: float,
     full_recompute: Num,
     links: collectives.Links,
-    routed_top_k: int = 0,
-    expert_load: Num = 1.0,
+    expert_gather: bool = False,
     shared_experts: bool = False,
 ) -> Exchange:
     """Tensor-parallel all-reduces (module docstring). Example: HPN GPT-3 -> 352 MB per layer-microbatch.
 
-    ``routed_top_k`` > 0 (the ``expert_tp_exchange`` effect): a MoE layer's MLP gathers the routed copies over
-    ``expert_tp`` before the experts and reduce-scatters them after, ``etp x A/t x top_k`` being what the group
-    gathers (an all-reduce's volume in all, the busiest rank's at ``expert_load``), plus the attention TP's pair
-    when the layer has shared experts; 0 (the seeds' convention): an all-reduce of ``A`` over ``expert_tp``.
-    Example: Qwen2-57B-A14B at TP 2, expert TP 2, top-8: an all-reduce of 8 A per MoE layer and pass, plus one
-    of A for its shared expert."""
+    ``expert_gather`` (the ``expert_tp_exchange`` effect): a MoE layer's MLP sends nothing over TP but the attention
+    TP's pair for its shared experts, if it has any (a dense TP MLP); the routed copies' gather over ``expert_tp``
+    belongs to the token dispatcher (``ep_exchange``). Without it (the seeds' convention) the MLP of a MoE layer
+    all-reduces ``A`` over ``expert_tp``. Example: Qwen2-57B-A14B (a shared expert) at TP 2: A per MoE layer and
+    pass either way; Mixtral (none) at TP 2, expert TP 2: 0 against A."""
     per_half = where(full_recompute, 3.0, 2.0)  # collectives per layer per half (attention, MLP)
     stride = 1
     attn_t, attn_nic = collectives.placed_all_reduce_s(
         group_size=tp, stride=stride, message_bytes=activation_bytes, links=links
     )
     attn_b = collectives.all_reduce_bytes(group_size=tp, message_bytes=activation_bytes)
-    if routed_top_k:
-        expert_bytes = activation_bytes * routed_top_k * expert_tp / tp
-        mlp_group_t, mlp_group_nic = collectives.placed_all_reduce_s(
-            group_size=expert_tp, stride=stride, message_bytes=expert_bytes * expert_load, links=links
+    mlp_group_t: Num
+    mlp_group_nic: Num
+    mlp_group_b: Num
+    if expert_gather:
+        mlp_group_t, mlp_group_nic, mlp_group_b = (
+            (attn_t, attn_nic, attn_b) if shared_experts else (0.0, 0.0, 0.0)
         )
-        mlp_group_b = collectives.all_reduce_bytes(group_size=expert_tp, message_bytes=expert_bytes)
-        if shared_experts:
-            mlp_group_t, mlp_group_nic, mlp_group_b = (
-                mlp_group_t + attn_t,
-                mlp_group_nic + attn_nic,
-                mlp_group_b + attn_b,
-            )
     elif expert_tp is tp:  # the same group (one layout whose expert TP is its TP): the same collective
         mlp_group_t, mlp_group_nic, mlp_group_b = attn_t, attn_nic, attn_b
     else:
@@ -415,10 +410,15 @@ def ep_exchange(
     links: collectives.Links,
     skew: float = 1.0,
     per_node: collectives.NodeDispatch | None = None,
+    expert_tp: Num = 1,
+    gather: bool = False,
 ) -> Exchange:
     """MoE dispatch and combine all-to-alls, forward and backward, per MoE layer per microbatch; with
     ``per_node`` one copy per target node crosses the NIC (``training.moe_dispatch``,
-    ``collectives.placed_all_to_all_s``).
+    ``collectives.placed_all_to_all_s``). With ``gather`` (the ``expert_tp_exchange`` effect) the copies a GPU
+    receives are all-gathered over ``expert_tp`` before the experts and the experts' outputs reduce-scattered back
+    (Megatron-Core ``MoEAlltoAllTokenDispatcher.dispatch_postprocess`` and ``combine_preprocess``), each of the
+    gathered ``expert_tp x dispatch_bytes`` (``x combine_bytes``), ``(etp-1)/etp`` of it each way.
 
     ``dispatch_bytes``/``combine_bytes`` are the per-GPU volumes ``tokens x top_k x h x e`` before the
     ``(ep-1)/ep`` share that leaves the GPU. Example: DeepSeek-V3, 4,096 tokens x 8 x 7,168 in FP8
@@ -434,6 +434,17 @@ def ep_exchange(
     per_layer_b = collectives.reduce_scatter_bytes(
         group_size=ep, message_bytes=dispatch_bytes + combine_bytes
     )
+    if gather:
+        g_t, g_nic = collectives.placed_reduce_scatter_s(
+            group_size=expert_tp, stride=1, message_bytes=expert_tp * dispatch_bytes, links=links
+        )
+        s_t, s_nic = collectives.placed_reduce_scatter_s(
+            group_size=expert_tp, stride=1, message_bytes=expert_tp * combine_bytes, links=links
+        )
+        d_t, d_nic, c_t, c_nic = d_t + g_t, d_nic + g_nic, c_t + s_t, c_nic + s_nic
+        per_layer_b = per_layer_b + collectives.reduce_scatter_bytes(
+            group_size=expert_tp, message_bytes=expert_tp * (dispatch_bytes + combine_bytes)
+        )
     count = microbatches * rounds
     return Exchange(
         bytes_per_gpu=count * moe_layers_mean * per_layer_b,

@@ -278,10 +278,10 @@ class EffectsSpec:
         "with expert tensor parallelism the routed copies a GPU receives are all-gathered over the expert-TP "
         "group before the experts and reduce-scattered after (Megatron-Core MoEAlltoAllTokenDispatcher."
         "dispatch_postprocess and combine_preprocess, gather_from_sequence_parallel_region over the expert-TP "
-        "group; Liu et al. 2025, MoE Parallel Folding, arXiv:2504.14960 §3): a MoE layer's MLP collectives carry "
-        "etp x A/t x top_k over expert_tp (and the attention TP's pair for shared experts), and each GPU's experts "
-        "see etp/tp of its TP group's tokens; off, the MLP of a MoE layer all-reduces A over expert_tp as a dense "
-        "MLP does over tp; no constant"
+        "group; Liu et al. 2025, MoE Parallel Folding, arXiv:2504.14960 §3): the dispatcher's exchange gains that "
+        "all-gather and reduce-scatter of etp times its per-GPU volume, a MoE layer's MLP keeps over TP only the "
+        "attention TP's pair for shared experts, and each GPU's experts see etp/tp of its TP group's tokens; off, "
+        "the MLP of a MoE layer all-reduces A over expert_tp as a dense MLP does over tp; no constant"
     )
     attention_kernels: bool = _switch(
         "the attention core's rate depends on the fused-attention implementation (training.attention_kernel): "

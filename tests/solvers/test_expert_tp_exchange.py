@@ -33,7 +33,7 @@ QWEN2 = ModelSpec(
 )
 
 
-def _tp(*, expert_tp: int, routed_top_k: int, shared: bool) -> exchanges.Exchange:
+def _tp(*, expert_tp: int, gather: bool, shared: bool) -> exchanges.Exchange:
     return exchanges.tp_exchange(
         tp=2,
         expert_tp=expert_tp,
@@ -44,22 +44,50 @@ def _tp(*, expert_tp: int, routed_top_k: int, shared: bool) -> exchanges.Exchang
         moe_share=1.0,
         full_recompute=False,
         links=LINKS,
-        routed_top_k=routed_top_k,
+        expert_gather=gather,
         shared_experts=shared,
     )
 
 
-def test_the_expert_tp_group_gathers_every_routed_copy() -> None:
-    """Qwen2-57B-A14B at TP 2, expert TP 2, top-8: the MLP half of a MoE layer all-gathers and reduce-scatters
-    2 x A/2 x 8 = 8 A (an all-reduce of 8 A), plus the shared expert's pair on A, where the seeds' convention
-    all-reduces A: (1 + 8 + 1) / (1 + 1) = 5 times the layer's TP bytes."""
-    seeds = _tp(expert_tp=2, routed_top_k=0, shared=True)
-    gathered = _tp(expert_tp=2, routed_top_k=8, shared=True)
-    assert seeds.bytes_per_gpu == pytest.approx(2 * (A + A))  # fwd + bwd, attention + MLP, 2(t-1)/t = 1
-    assert gathered.bytes_per_gpu == pytest.approx(2 * (A + 8 * A + A))
-    # folded (expert TP 1): no expert-TP collective; the shared expert keeps the attention TP's pair
-    assert _tp(expert_tp=1, routed_top_k=8, shared=True).bytes_per_gpu == pytest.approx(2 * (A + A))
-    assert _tp(expert_tp=1, routed_top_k=8, shared=False).bytes_per_gpu == pytest.approx(2 * A)
+def _ep(*, expert_tp: int, gather: bool) -> exchanges.Exchange:
+    tokens_per_rank = 4096 / 2  # a 4,096-token microbatch over TP 2 with sequence parallelism
+    return exchanges.ep_exchange(
+        ep=4,
+        stride=expert_tp,
+        dispatch_bytes=tokens_per_rank * 8 * 3584 * 2.0,
+        combine_bytes=tokens_per_rank * 8 * 3584 * 2.0,
+        microbatches=1,
+        moe_layers_busiest=1,
+        moe_layers_mean=1.0,
+        full_recompute=False,
+        links=LINKS,
+        expert_tp=expert_tp,
+        gather=gather,
+    )
+
+
+def test_the_dispatcher_gathers_every_routed_copy_over_expert_tp() -> None:
+    """Qwen2-57B-A14B at TP 2, expert TP 2, top-8, EP 4: each GPU receives 2,048 x 8 copies of 7,168 bytes per
+    all-to-all (117 MB); the dispatcher all-gathers them over the expert-TP pair and reduce-scatters the outputs
+    back, half of twice that each way: 117 MB more per direction and pass, on top of the all-to-all's 3/4."""
+    per_gpu = 2048 * 8 * 3584 * 2.0
+    a2a = _ep(expert_tp=2, gather=False)
+    gathered = _ep(expert_tp=2, gather=True)
+    assert a2a.bytes_per_gpu == pytest.approx(2 * 0.75 * 2 * per_gpu)  # fwd + bwd, dispatch + combine
+    assert gathered.bytes_per_gpu - a2a.bytes_per_gpu == pytest.approx(2 * 2 * per_gpu)
+    assert gathered.time_s > a2a.time_s
+    # folded to expert TP 1 the dispatcher gathers nothing
+    assert _ep(expert_tp=1, gather=True) == _ep(expert_tp=1, gather=False)
+
+
+def test_a_moe_layer_keeps_over_tp_only_its_shared_experts_pair() -> None:
+    """With the effect the MLP half of a MoE layer sends the attention TP's pair for a shared expert (a dense TP
+    MLP) and nothing for the routed ones; without it (the seeds' convention) an all-reduce of A over expert TP."""
+    attention = 2 * A  # fwd + bwd, 2(t-1)/t = 1 at TP 2
+    assert _tp(expert_tp=2, gather=False, shared=False).bytes_per_gpu == pytest.approx(2 * attention)
+    assert _tp(expert_tp=2, gather=True, shared=True).bytes_per_gpu == pytest.approx(2 * attention)
+    assert _tp(expert_tp=2, gather=True, shared=False).bytes_per_gpu == pytest.approx(attention)
+    assert _tp(expert_tp=1, gather=True, shared=False).bytes_per_gpu == pytest.approx(attention)
 
 
 def test_memory_holds_the_gathered_copies_whole() -> None:
@@ -103,16 +131,18 @@ def test_folding_wins_where_the_paper_measured_it_and_only_with_the_effect() -> 
 
 
 @settings(max_examples=25, deadline=None)
-@given(tp=st.sampled_from([1, 2, 4, 8]), top_k=st.integers(1, 8), shared=st.booleans())
-def test_expert_tp_equal_to_one_sends_no_routed_copy_over_tp(tp: int, top_k: int, shared: bool) -> None:
-    """Folded to expert TP 1, the MLP half of a MoE layer moves at most the attention half's bytes."""
-    x = exchanges.tp_exchange(
-        tp=np.array([tp]), expert_tp=np.array([1]), activation_bytes=np.array([A]), microbatches=np.array([1]),
-        layers_busiest=np.array([1]), layers_mean=np.array([1.0]), moe_share=1.0,
-        full_recompute=np.array([False]), links=LINKS, routed_top_k=top_k, shared_experts=shared,
-    )  # fmt: skip
-    attention = 2 * 2 * (tp - 1) / tp * A
-    assert x.bytes_per_gpu[0] == pytest.approx(attention * (2 if shared else 1))
+@given(etp=st.sampled_from([1, 2, 4, 8]), ep=st.sampled_from([1, 2, 8, 32]), recompute=st.booleans())
+def test_the_gather_grows_with_expert_tp_and_vanishes_at_one(etp: int, ep: int, recompute: bool) -> None:
+    """The gather adds ``rounds x (etp-1) x (dispatch + combine)`` bytes per MoE layer, 0 at expert TP 1."""
+    kw: dict[str, Any] = {
+        "ep": np.array([ep]), "stride": np.array([etp]), "dispatch_bytes": np.array([A]),
+        "combine_bytes": np.array([A]), "microbatches": np.array([1]), "moe_layers_busiest": np.array([1.0]),
+        "moe_layers_mean": np.array([1.0]), "full_recompute": np.array([recompute]), "links": LINKS,
+        "expert_tp": np.array([etp]),
+    }  # fmt: skip
+    extra = exchanges.ep_exchange(gather=True, **kw).bytes_per_gpu - exchanges.ep_exchange(**kw).bytes_per_gpu
+    rounds = 3 if recompute else 2
+    assert extra[0] == pytest.approx(rounds * (etp - 1) * 2 * A)
 
 
 def test_a_dense_model_and_a_model_without_expert_tp_are_untouched() -> None:
