@@ -65,7 +65,7 @@ Each effect has a switch (``training.efficiency.effects.<name>``, on by default 
   ``h`` (``h/tp`` with sequence parallelism); ``apply_rotary_emb`` in ``torchtitan/models/llama/model.py`` is
   ``float()``, a complex product and ``type_as``, 2 x (e + 4) + 8 against 2e, on the query and key widths
   over ``tp``; ``FeedForward.forward`` is ``F.silu(w1(x)) * w3(x)``, 5e against 3e on ``ffn/tp`` (gated
-  MLPs only; MoE layers on ``(top_k + shared) x expert_ffn / expert_tp``). ``e`` is the activation element
+  MLPs only; MoE layers on ``(top_k + shared) x expert_ffn / expert_tp``, or ``/ tp`` under ``expert_tp_exchange``). ``e`` is the activation element
   size (2 in BF16 and FP8 training; in FP32 training the casts vanish). The backward pass moves about twice
   the forward's bytes (each op reads the output gradient and its saved inputs and writes one gradient per
   input: a product moves 5 tensors backward against 3 forward) and a full recomputation repeats the forward:

@@ -140,9 +140,8 @@ def activation_bytes_per_token_layer(
     if moe_layer and model.moe is not None:
         moe = model.moe
         f_e = float(moe.expert_ffn_hidden)
-        if (
-            expert_gather
-        ):  # each GPU holds etp/tp of its group's routed copies, h wide, and 1/etp of their MLP
+        if expert_gather:
+            # each GPU holds etp/tp of its group's routed copies, h wide, and 1/etp of their MLP
             etp = maximum(expert_tp, 1)
             mlp_part = (moe.top_k * (2.0 * h * etp + per_mlp * f_e) + moe.shared_experts * per_mlp * f_e) / t
         else:

@@ -208,6 +208,56 @@ def _parse_mla(
     return doc
 
 
+# The fields whose values set the parameter count (model.params): a preset's published count is for its own.
+PRESET_COUNT_TOLERANCE = (
+    0.02  # a changed shape's own count this far from the published one is worth a warning
+)
+_COUNTED = (
+    "layers",
+    "hidden",
+    "ffn_hidden",
+    "heads",
+    "kv_heads",
+    "vocab",
+    "gated_mlp",
+    "tied_embeddings",
+    "head_dim",
+)
+
+
+def _warn_if_preset_counts_kept(
+    r: Reader,
+    given: Mapping[str, Any],
+    nums: Mapping[str, Any],
+    preset: Mapping[str, Any],
+    preset_key: str,
+    moe_doc: Mapping[str, Any] | None,
+    mla_doc: Mapping[str, Any] | None,
+    path: str,
+    derived_total: float,
+    published: float,
+) -> None:
+    """A warning when the scenario changes a preset's shape but keeps its published parameter counts, which then
+    describe another model (weights memory, gradient exchange and checkpoint size follow ``model.params``): when
+    the changed shape's own count (``transformer_params``) is more than ``PRESET_COUNT_TOLERANCE`` away from them.
+    Example: DeepSeek-V3 with 128 experts counts about 0.35e12 parameters against the preset's 0.671e12."""
+    changed = [f for f in _COUNTED if f in nums and nums[f] != preset.get(f)]
+    for name, doc in (("moe", moe_doc), ("mla", mla_doc)):
+        if name in given and (doc is None) != (preset.get(name) is None):
+            changed.append(f"{name} ({'removed' if doc is None else 'added'})")
+        elif name in given and doc is not None:
+            base = preset.get(name) or {}
+            changed += [
+                f"{name}.{k}" for k, v in (given[name] or {}).items() if k in doc and v != base.get(k)
+            ]
+    if changed and abs(derived_total / published - 1.0) > PRESET_COUNT_TOLERANCE:
+        r.warnings.append(
+            f"{path}: {', '.join(changed)} {'differs' if len(changed) == 1 else 'differ'} from preset '{preset_key}', "
+            f"whose published parameter counts (model.params, model.active_params) are kept: {published:.3g} "
+            f"against {derived_total:.3g} that the changed shape counts; state them for it"
+        )
+
+
 def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None, dict[str, Any], int | None]:
     """Returns the ModelSpec, its explicit document and the preset's pre-training sequence length."""
     given = r.section(raw, path)
@@ -349,6 +399,10 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
     )
     derived_src = "derived from the architecture (solvers.inputs.model.transformer_params)"
     params = float(pick("params", derived_total, derived_src))
+    if preset is not None and "params" not in nums:
+        _warn_if_preset_counts_kept(
+            r, given, nums, preset, preset_key or "", moe_doc, mla_doc, path, derived_total, params
+        )
     if moe_doc is None:
         active_default, active_src = params, "dense model: active_params = params"
     else:

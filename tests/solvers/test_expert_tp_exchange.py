@@ -155,3 +155,44 @@ def test_a_dense_model_and_a_model_without_expert_tp_are_untouched() -> None:
     off = copy.deepcopy(dense)
     off["training"]["efficiency"]["effects"]["expert_tp_exchange"] = False
     assert solve(dense, ranges=False)["step"] == solve(off, ranges=False)["step"]
+
+
+def _mixtral_like(expert_tp: int, effect: bool, **training: Any) -> dict[str, Any]:
+    """Mixtral 8x22B's shape (no shared expert) at TP 2 on 16 H100 nodes."""
+    return {
+        "model": {
+            "name": "Mixtral 8x22B", "layers": 56, "hidden": 6144, "ffn_hidden": 16384, "heads": 48,
+            "kv_heads": 8, "vocab": 32000, "gated_mlp": True,
+            "moe": {"experts": 8, "top_k": 2, "expert_ffn_hidden": 16384, "shared_experts": 0, "moe_layers": 56},
+        },
+        "cluster": {"node": "dgx-h100", "gpus": 128},
+        "training": {
+            "seq_len": 4096, "global_batch_seqs": 256, "precision": "bf16", **training,
+            "layout": {"tp": 2, "pp": 8, "ep": 8 if expert_tp == 1 else 4, "expert_tp": expert_tp,
+                       "microbatch_seqs": 1, "sequence_parallel": True},
+            "efficiency": {"effects": {"expert_tp_exchange": effect}},
+        },
+    }  # fmt: skip
+
+
+def test_the_engine_moves_each_priced_piece_the_way_the_dispatcher_does() -> None:
+    """Switching the effect on, in the report: at expert TP 2 the MoE layers leave the TP exchange (no shared
+    expert) for the EP exchange, and a GPU holds the gathered copies whole (more activation memory); folded to
+    expert TP 1 under TP 2 nothing is gathered (the same EP exchange), a GPU holds half its group's copies (less
+    memory), and its experts' GEMMs and elementwise work change with their tokens."""
+    on, off = (solve(_mixtral_like(2, flag), ranges=False) for flag in (True, False))
+    assert on["step"]["comm_s"]["tp"] < off["step"]["comm_s"]["tp"]
+    assert on["step"]["comm_s"]["ep"] > off["step"]["comm_s"]["ep"]
+    assert on["memory"]["activations_bytes"] > off["memory"]["activations_bytes"]
+    on, off = (solve(_mixtral_like(1, flag), ranges=False) for flag in (True, False))
+    assert on["step"]["comm_s"]["ep"] == off["step"]["comm_s"]["ep"]
+    assert on["memory"]["activations_bytes"] < off["memory"]["activations_bytes"]
+    assert on["step"]["compute_s"] != off["step"]["compute_s"]
+    # eager elementwise kernels (no fusion): the experts' SwiGLU width per token follows the same split
+    eager_on, eager_off = (
+        solve(_mixtral_like(1, flag, fused_elementwise=False), ranges=False) for flag in (True, False)
+    )
+    assert (
+        eager_on["step"]["compute_s"] - on["step"]["compute_s"]
+        < eager_off["step"]["compute_s"] - off["step"]["compute_s"]
+    )

@@ -100,9 +100,22 @@ def test_a_partial_block_changes_only_the_preset_fields_it_names() -> None:
     narrower = resolve({"model": {"preset": "deepseek-v3", "mla": {"q_lora_rank": 1024}}}).model
     assert narrower.mla == dataclasses.replace(preset.mla, q_lora_rank=1024)
     assert resolve({"model": {"preset": "deepseek-v3", "moe": None}}).model.moe is None
-    # the whole block stated again is the preset itself: the same document, the same hash
-    whole = {"preset": "deepseek-v3", "moe": {"max_nodes_per_token": 4}}
-    assert resolve({"model": whole}).input_hash == resolve({"model": {"preset": "deepseek-v3"}}).input_hash
+    # a preset value stated again is the preset itself: the same document, the same hash
+    restated = {"preset": "deepseek-v3", "moe": {"max_nodes_per_token": 4, "experts": 256}}
+    assert resolve({"model": restated}).input_hash == resolve({"model": {"preset": "deepseek-v3"}}).input_hash
+    # a routing field keeps the preset's parameter counts true; a shape field says they are the preset's
+    cluster = {"node": "dgx-h100", "gpus": 64}
+    kept = [
+        w
+        for w in solve({"model": restated, "cluster": cluster}, ranges=False)["warnings"]
+        if "published" in w
+    ]
+    assert kept == []
+    fewer = {"preset": "deepseek-v3", "moe": {"experts": 128}}
+    (warning,) = [
+        w for w in solve({"model": fewer, "cluster": cluster}, ranges=False)["warnings"] if "published" in w
+    ]
+    assert "moe.experts" in warning and "model.params" in warning
     # a model without experts still needs the three shape fields, each named
     assert set(_errors({"model": {"preset": "llama3-8b", "moe": {"top_k": 2}}})) == {
         "model.moe.experts",
