@@ -209,9 +209,8 @@ def _parse_mla(
 
 
 # The fields whose values set the parameter count (model.params): a preset's published count is for its own.
-PRESET_COUNT_TOLERANCE = (
-    0.02  # a changed shape's own count this far from the published one is worth a warning
-)
+# A changed shape whose own count lies this far from the published one is worth a warning.
+PRESET_COUNT_TOLERANCE = 0.02
 _COUNTED = (
     "layers",
     "hidden",

@@ -104,21 +104,44 @@ def test_memory_holds_the_gathered_copies_whole() -> None:
     assert folded - legacy == pytest.approx((8 * (2 * 3584 + 6 * 2560) + 8 * 6 * 2560) / 2 - mlp_legacy)
 
 
-def _qwen2(expert_tp: int, effect: bool) -> dict[str, Any]:
+QWEN2_DOC: dict[str, Any] = {
+    "name": "Qwen2-57B-A14B", "layers": 28, "hidden": 3584, "ffn_hidden": 18944, "heads": 28, "kv_heads": 4,
+    "vocab": 151936, "gated_mlp": True,
+    "moe": {"experts": 64, "top_k": 8, "expert_ffn_hidden": 2560, "shared_experts": 8, "moe_layers": 28},
+}  # fmt: skip
+MIXTRAL_DOC: dict[str, Any] = {  # Mixtral 8x22B: no shared expert
+    "name": "Mixtral 8x22B", "layers": 56, "hidden": 6144, "ffn_hidden": 16384, "heads": 48, "kv_heads": 8,
+    "vocab": 32000, "gated_mlp": True,
+    "moe": {"experts": 8, "top_k": 2, "expert_ffn_hidden": 16384, "shared_experts": 0, "moe_layers": 56},
+}  # fmt: skip
+
+
+def _doc(
+    model: dict[str, Any], gpus: int, layout: dict[str, Any], effect: bool, **training: Any
+) -> dict[str, Any]:
+    """A BF16 plan at 4,096 tokens and 256 sequences a step on DGX H100 nodes, with sequence parallelism."""
     return {
-        "model": {
-            "name": "Qwen2-57B-A14B", "layers": 28, "hidden": 3584, "ffn_hidden": 18944, "heads": 28,
-            "kv_heads": 4, "vocab": 151936, "gated_mlp": True,
-            "moe": {"experts": 64, "top_k": 8, "expert_ffn_hidden": 2560, "shared_experts": 8, "moe_layers": 28},
-        },
-        "cluster": {"node": "dgx-h100", "gpus": 64},
+        "model": model,
+        "cluster": {"node": "dgx-h100", "gpus": gpus},
         "training": {
-            "seq_len": 4096, "global_batch_seqs": 256, "precision": "bf16", "moe_capacity_factor": 1.0,
-            "layout": {"tp": 2, "pp": 4, "ep": 4, "expert_tp": expert_tp, "microbatch_seqs": 1,
-                       "sequence_parallel": True, "schedule": "interleaved", "virtual_stages": 7},
+            "seq_len": 4096, "global_batch_seqs": 256, "precision": "bf16", **training,
+            "layout": {"microbatch_seqs": 1, "sequence_parallel": True, **layout},
             "efficiency": {"overlap": {"dp": 0.9, "pp": 0.9}, "effects": {"expert_tp_exchange": effect}},
         },
     }  # fmt: skip
+
+
+def _qwen2(expert_tp: int, effect: bool) -> dict[str, Any]:
+    """Liu et al. 2025's Qwen2-57B-A14B layout on 64 H100: TP 2, PP 4 interleaved 7, EP 4."""
+    layout = {
+        "tp": 2,
+        "pp": 4,
+        "ep": 4,
+        "expert_tp": expert_tp,
+        "schedule": "interleaved",
+        "virtual_stages": 7,
+    }
+    return _doc(QWEN2_DOC, 64, layout, effect, moe_capacity_factor=1.0)
 
 
 def test_folding_wins_where_the_paper_measured_it_and_only_with_the_effect() -> None:
@@ -158,21 +181,9 @@ def test_a_dense_model_and_a_model_without_expert_tp_are_untouched() -> None:
 
 
 def _mixtral_like(expert_tp: int, effect: bool, **training: Any) -> dict[str, Any]:
-    """Mixtral 8x22B's shape (no shared expert) at TP 2 on 16 H100 nodes."""
-    return {
-        "model": {
-            "name": "Mixtral 8x22B", "layers": 56, "hidden": 6144, "ffn_hidden": 16384, "heads": 48,
-            "kv_heads": 8, "vocab": 32000, "gated_mlp": True,
-            "moe": {"experts": 8, "top_k": 2, "expert_ffn_hidden": 16384, "shared_experts": 0, "moe_layers": 56},
-        },
-        "cluster": {"node": "dgx-h100", "gpus": 128},
-        "training": {
-            "seq_len": 4096, "global_batch_seqs": 256, "precision": "bf16", **training,
-            "layout": {"tp": 2, "pp": 8, "ep": 8 if expert_tp == 1 else 4, "expert_tp": expert_tp,
-                       "microbatch_seqs": 1, "sequence_parallel": True},
-            "efficiency": {"effects": {"expert_tp_exchange": effect}},
-        },
-    }  # fmt: skip
+    """Mixtral 8x22B at TP 2 on 128 H100: EP 4 at expert TP 2, EP 8 folded to expert TP 1."""
+    layout = {"tp": 2, "pp": 8, "ep": 8 if expert_tp == 1 else 4, "expert_tp": expert_tp}
+    return _doc(MIXTRAL_DOC, 128, layout, effect, **training)
 
 
 def test_the_engine_moves_each_priced_piece_the_way_the_dispatcher_does() -> None:
