@@ -14,8 +14,9 @@ microbatch.
   forward pass and two in the backward (sequence parallelism replaces each by a reduce-scatter and an
   all-gather of the same total volume); full recompute adds the forward pair again. MoE layers run their MLP
   collectives over ``expert_tp``: an all-reduce of ``A``, or (effect ``expert_tp_exchange``) none but the
-  attention TP's pair for shared experts, the routed copies' gather being the dispatcher's (EP below). Per GPU per step: ``m L 4 x 2(t-1)/t x A``. Example (seed 004 §5.3, HPN
-  Table 3): GPT-3 175B, b = 1, s = 2,048, TP 8: 4 x 1.75 x 50.3 MB = 352 MB per layer per microbatch.
+  attention TP's pair for shared experts, the routed copies' gather being the dispatcher's (EP below). Per GPU per
+  step: ``m L 4 x 2(t-1)/t x A``. Example (seed 004 §5.3, HPN Table 3): GPT-3 175B, b = 1, s = 2,048, TP 8:
+  4 x 1.75 x 50.3 MB = 352 MB per layer per microbatch.
 * **CP** (Llama 3 §3.3.2, all-gather based context parallelism): per layer an all-gather of K and V in the
   forward pass and a reduce-scatter of their gradients in the backward, each ``(cp-1)/cp`` of
   ``b s 2 h (kv/a) e / min(tp, kv)`` (``b s 2 kv d e / min(tp, kv)`` with a stated head width ``d``); full
