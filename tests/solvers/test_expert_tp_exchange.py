@@ -207,3 +207,18 @@ def test_the_engine_moves_each_priced_piece_the_way_the_dispatcher_does() -> Non
         eager_on["step"]["compute_s"] - on["step"]["compute_s"]
         < eager_off["step"]["compute_s"] - off["step"]["compute_s"]
     )
+
+
+def test_a_folded_layouts_experts_multiply_fewer_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The expert GEMMs' rows alone: with the elementwise traffic held at its old split, folding Mixtral to expert
+    TP 1 under TP 2 still changes the compute time when the effect is on (each GPU's experts see half its TP
+    group's tokens: fewer rows, a lower shape factor, a longer GEMM time) and not when it is off."""
+    traffic = memory.activation_traffic_bytes_per_token_layer
+
+    def old_split(**kwargs: Any) -> Any:
+        return traffic(**{**kwargs, "expert_gather": False})
+
+    monkeypatch.setattr(memory, "activation_traffic_bytes_per_token_layer", old_split)
+    on, off = (solve(_mixtral_like(1, flag), ranges=False)["step"] for flag in (True, False))
+    assert on["compute_s"] > off["compute_s"]
+    assert on["comm_s"] == off["comm_s"]  # folded: nothing gathered, the same exchanges
