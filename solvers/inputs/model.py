@@ -209,8 +209,6 @@ def _parse_mla(
 
 
 # The fields whose values set the parameter count (model.params): a preset's published count is for its own.
-# A changed shape whose own count lies this far from the published one is worth a warning.
-PRESET_COUNT_TOLERANCE = 0.02
 _COUNTED = (
     "layers",
     "hidden",
@@ -224,22 +222,37 @@ _COUNTED = (
 )
 
 
-def _warn_if_preset_counts_kept(
-    r: Reader,
+def _own_counts(preset: Mapping[str, Any]) -> tuple[float, float]:
+    """``transformer_params`` of a preset's own shape (the catalog states every field it counts)."""
+    return transformer_params(
+        layers=preset["layers"],
+        hidden=preset["hidden"],
+        ffn_hidden=preset["ffn_hidden"],
+        heads=preset["heads"],
+        kv_heads=preset["kv_heads"],
+        vocab=preset["vocab"],
+        gated_mlp=preset["gated_mlp"],
+        tied_embeddings=preset.get("tied_embeddings", fields.TABLE[join(PATH, "tied_embeddings")].default),
+        moe=preset.get("moe"),
+        mla=preset.get("mla"),
+        head_dim=preset.get("head_dim"),
+    )
+
+
+# Each preset's own architecture count, from the static catalog when the module is imported (never changed).
+_PRESET_OWN_COUNTS: dict[str, tuple[float, float]] = {
+    key: _own_counts(p) for key, p in catalog.MODELS.items()
+}
+
+
+def _changed_shape(
     given: Mapping[str, Any],
     nums: Mapping[str, Any],
     preset: Mapping[str, Any],
-    preset_key: str,
     moe_doc: Mapping[str, Any] | None,
     mla_doc: Mapping[str, Any] | None,
-    path: str,
-    derived_total: float,
-    published: float,
-) -> None:
-    """A warning when the scenario changes a preset's shape but keeps its published parameter counts, which then
-    describe another model (weights memory, gradient exchange and checkpoint size follow ``model.params``): when
-    the changed shape's own count (``transformer_params``) is more than ``PRESET_COUNT_TOLERANCE`` away from them.
-    Example: DeepSeek-V3 with 128 experts counts about 0.35e12 parameters against the preset's 0.671e12."""
+) -> list[str]:
+    """The counted fields a scenario sets to other values than its preset's (``vocab``, ``moe.experts``, ...)."""
     changed = [f for f in _COUNTED if f in nums and nums[f] != preset.get(f)]
     for name, doc in (("moe", moe_doc), ("mla", mla_doc)):
         if name in given and (doc is None) != (preset.get(name) is None):
@@ -249,12 +262,7 @@ def _warn_if_preset_counts_kept(
             changed += [
                 f"{name}.{k}" for k, v in (given[name] or {}).items() if k in doc and v != base.get(k)
             ]
-    if changed and abs(derived_total / published - 1.0) > PRESET_COUNT_TOLERANCE:
-        r.warnings.append(
-            f"{path}: {', '.join(changed)} {'differs' if len(changed) == 1 else 'differ'} from preset '{preset_key}', "
-            f"whose published parameter counts (model.params, model.active_params) are kept: {published:.3g} "
-            f"against {derived_total:.3g} that the changed shape counts; state them for it"
-        )
+    return changed
 
 
 def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None, dict[str, Any], int | None]:
@@ -397,19 +405,33 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
         head_dim=head_dim,
     )
     derived_src = "derived from the architecture (solvers.inputs.model.transformer_params)"
-    params = float(pick("params", derived_total, derived_src))
-    if preset is not None and "params" not in nums:
-        _warn_if_preset_counts_kept(
-            r, given, nums, preset, preset_key or "", moe_doc, mla_doc, path, derived_total, params
-        )
+    changed = _changed_shape(given, nums, preset, moe_doc, mla_doc) if preset is not None else []
+    own_total, own_active = _PRESET_OWN_COUNTS.get(preset_key or "", (0.0, 0.0))
+    # A preset's published counts are for its own shape: a changed shape shifts them by what it changes.
+    shifted = f"shifted for the changed {', '.join(changed)} (transformer_params of both shapes)"
+    if changed and "params" not in nums:
+        params = float(preset["params"]) + derived_total - own_total  # type: ignore[index]
+        r.note(join(path, "params"), params, "parameters", f"{psrc('params')}; {shifted}")
+    else:
+        params = float(pick("params", derived_total, derived_src))
     if moe_doc is None:
         active_default, active_src = params, "dense model: active_params = params"
     else:
         # Keep the published total and remove the experts a token does not visit.
         active_default = params - (derived_total - derived_active)
         active_src = "params minus the routed experts a token skips (solvers.inputs.model.transformer_params)"
-    active = float(pick("active_params", active_default, active_src))
-    if active <= 0:
+    if changed and "active_params" not in nums:
+        if moe_doc is not None and "active_params" in preset:  # type: ignore[operator]
+            active = float(preset["active_params"]) + derived_active - own_active  # type: ignore[index]
+            active_src = f"{psrc('active_params')}; {shifted}"
+        else:
+            active = float(active_default)
+        r.note(join(path, "active_params"), active, "parameters", active_src)
+    else:
+        active = float(pick("active_params", active_default, active_src))
+    if r.failed_under(path):
+        pass  # the counts of a shape refused above say nothing more
+    elif active <= 0:
         r.error(join(path, "active_params"), "must be > 0 (the experts outweigh params)")
     elif active > params:
         r.error(join(path, "active_params"), f"must be <= model.params (={params:.4g})")

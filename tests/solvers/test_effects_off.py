@@ -28,7 +28,14 @@ EFFECTS = fields.TABLE.keys("training.efficiency.effects")
 # Model descriptions the presets have gained since 1.2.0, a model input and not a step effect: the recorded
 # figures are those of the description 1.2.0 had (DeepSeek-V3's MLA counted as multi-head attention of
 # width hidden before 1.5.0, ``model.mla: null``; its multi-token-prediction module, 1.7.0, ``mtp_layers: 0``).
-MODEL_AT_1_2_0: dict[str, dict[str, Any]] = {"deepseek-v3-2048xh800": {"mla": None, "mtp_layers": 0}}
+# The DeepSeek-V3 preset of 1.2.0 had multi-head attention and no MTP module, with the published counts, which a
+# changed preset shape would now shift (solvers.inputs.model._changed_shape): they are stated as they were.
+# MegaScale's GPT-3 175B restates the vocabulary (64,000), which kept the published count at 1.2.0 as well.
+MODEL_AT_1_2_0: dict[str, dict[str, Any]] = {
+    "deepseek-v3-2048xh800": {"mla": None, "mtp_layers": 0, "params": 671e9, "active_params": 37e9},
+    **{name: {"params": 175e9} for name in ("megascale-175b-256", "megascale-175b-256-megatron",
+                                            "megascale-175b-12288", "megascale-175b-12288-megatron")},
+}  # fmt: skip
 
 # Layouts of examples corrected against their sources since 1.2.0 (corpus/*.yaml "audit 2" headers): the
 # recorded figures are those of the layout the example stated then.

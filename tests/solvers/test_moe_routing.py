@@ -103,19 +103,16 @@ def test_a_partial_block_changes_only_the_preset_fields_it_names() -> None:
     # a preset value stated again is the preset itself: the same document, the same hash
     restated = {"preset": "deepseek-v3", "moe": {"max_nodes_per_token": 4, "experts": 256}}
     assert resolve({"model": restated}).input_hash == resolve({"model": {"preset": "deepseek-v3"}}).input_hash
-    # a routing field keeps the preset's parameter counts true; a shape field says they are the preset's
-    cluster = {"node": "dgx-h100", "gpus": 64}
-    kept = [
-        w
-        for w in solve({"model": restated, "cluster": cluster}, ranges=False)["warnings"]
-        if "published" in w
-    ]
-    assert kept == []
-    fewer = {"preset": "deepseek-v3", "moe": {"experts": 128}}
-    (warning,) = [
-        w for w in solve({"model": fewer, "cluster": cluster}, ranges=False)["warnings"] if "published" in w
-    ]
-    assert "moe.experts" in warning and "model.params" in warning
+    # a routing field leaves the preset's published counts; a shape field shifts them by what it changes in the
+    # architecture's count (DeepSeek-V3 with 128 experts: 58 MoE layers and the multi-token-prediction module's
+    # one lose 128 routed experts of 3 x 7,168 x 2,048 each, and their router columns)
+    assert lifted.model.params == preset.params and lifted.model.active_params == preset.active_params
+    fewer = resolve({"model": {"preset": "deepseek-v3", "moe": {"experts": 128}}})
+    routed = 59 * (128 * 3 * 7168 * 2048 + 128 * 7168)
+    assert fewer.model.params == pytest.approx(preset.params - routed)
+    assert fewer.model.active_params == pytest.approx(preset.active_params - 59 * 128 * 7168)
+    by_key = {a["key"]: a["source"] for a in fewer.assumptions}
+    assert "shifted for the changed moe.experts" in by_key["model.params"]
     # a model without experts still needs the three shape fields, each named
     assert set(_errors({"model": {"preset": "llama3-8b", "moe": {"top_k": 2}}})) == {
         "model.moe.experts",
