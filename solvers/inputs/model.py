@@ -406,9 +406,12 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
     )
     derived_src = "derived from the architecture (solvers.inputs.model.transformer_params)"
     changed = _changed_shape(given, nums, preset, moe_doc, mla_doc) if preset is not None else []
-    own_total, own_active = _PRESET_OWN_COUNTS.get(preset_key or "", (0.0, 0.0))
-    # A preset's published counts are for its own shape: a changed shape shifts them by what it changes.
-    shifted = f"shifted for the changed {', '.join(changed)} (transformer_params of both shapes)"
+    # A preset's published counts are for its own shape: a changed shape shifts them by what it changes (the
+    # lookup and the text only then: most documents change nothing).
+    own_total, own_active = _PRESET_OWN_COUNTS[preset_key or ""] if changed else (0.0, 0.0)
+    shifted = (
+        f"shifted for the changed {', '.join(changed)} (transformer_params of both shapes)" if changed else ""
+    )
     if changed and "params" not in nums:
         params = float(preset["params"]) + derived_total - own_total  # type: ignore[index]
         r.note(join(path, "params"), params, "parameters", f"{psrc('params')}; {shifted}")
