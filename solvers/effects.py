@@ -89,11 +89,12 @@ Each effect has a switch (``training.efficiency.effects.<name>``, on by default 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from solvers import compute
 from solvers.compute import Num, maximum, minimum, where
-from solvers.specs import ModelSpec
+from solvers.specs import EffectsSpec, ModelSpec
 
 TILE = 128.0
 """Tile width of the tensor-core GEMM kernels (cuBLAS/CUTLASS tiles are 64-256 wide; NVIDIA Matrix
@@ -370,6 +371,53 @@ def expert_kernels_s(*, local_experts: Num, moe_layers: Num, microbatches: Num, 
     return per_expert_s * local_experts * moe_layers * microbatches
 
 
+TFLOPS = 1e12
+"""FLOP/s in a TFLOP/s (the catalog's peaks are in TFLOP/s)."""
+
+
+class GemmRates(NamedTuple):
+    """A run's peaks and large-GEMM rates (FLOP/s) and the matrix-shape curve's ``d_half`` of its GEMMs and of
+    its attention core (``gemm_rates``)."""
+
+    peak: float
+    peak_bf16: float
+    rate: float
+    rate_bf16: float
+    half: float
+    core_half: float
+
+
+def gemm_rates(
+    *,
+    peak_tflops: Mapping[str, float],
+    precision: str,
+    efficiency: float,
+    default_factor: float,
+    fx: EffectsSpec,
+    bf16_islands: bool,
+) -> GemmRates:
+    """The peak at ``precision`` (BF16's where the accelerator lists none), the large-GEMM rate ``peak x
+    efficiency x factor`` (the fitted ``fp8_rate_factor`` in FP8 training, else ``default_factor``), the BF16
+    rate of the BF16 islands of FP8 training (``fp8_scope``: ``bf16_rate``; else the rate), and ``d_half`` at the
+    precision of the GEMMs and of the attention core (``shape_by_precision``: ``precision_half_dim``; BF16 for
+    the core in FP8 training). Example: H100, FP8, efficiency 0.68, factor 0.87, islands: peaks 1,979 and 989
+    TFLOP/s, rates 1,171 and 673 TFLOP/s, d_half 99.8 and 49.9."""
+    peak = peak_tflops.get(precision, peak_tflops.get("bf16", 1.0)) * TFLOPS
+    peak_bf16 = peak_tflops.get("bf16", peak_tflops.get(precision, 1.0)) * TFLOPS
+    factor = fx.fp8_rate_factor if precision == "fp8" and fx.fp8_rate_factor > 0.0 else default_factor
+    rate = peak * efficiency * factor
+    rate_bf16 = (
+        bf16_rate(rate=rate, precision_factor=factor, peak=peak, peak_bf16=peak_bf16)
+        if bf16_islands
+        else rate
+    )
+    fp8_peak = peak_tflops.get("fp8", 0.0) * TFLOPS if fx.shape_by_precision else 0.0
+    half = precision_half_dim(half=fx.shape_half_dim, peak=peak, peak_fp8=fp8_peak)
+    core_peak = peak_bf16 if bf16_islands else peak
+    core_half = precision_half_dim(half=fx.shape_half_dim, peak=core_peak, peak_fp8=fp8_peak)
+    return GemmRates(peak, peak_bf16, rate, rate_bf16, half, core_half)
+
+
 def bf16_rate(*, rate: Num, precision_factor: float, peak: float, peak_bf16: float) -> Num:
     """The large-GEMM rate at BF16 of a run whose ``rate`` is ``peak x efficiency x precision_factor``:
     ``rate x peak_bf16 / (peak x precision_factor)``. Example: H100 FP8, efficiency 0.64, factor 0.76:
@@ -454,3 +502,75 @@ def unfused_elementwise_time_s(*, bytes_per_pass: Num, full_recompute: Num, hbm_
     x 32 layers x 401,408 bytes, selective recompute, 2.4e12 B/s: 3 x 210.5e9 / 2.4e12 = 0.263 s."""
     passes = 1.0 + UNFUSED_BACKWARD_PASSES + where(full_recompute, 1.0, 0.0)
     return passes * bytes_per_pass / hbm_bytes_s
+
+
+FP8_CAST_BYTES = 4.0
+"""HBM bytes of quantising one BF16 element for an FP8 GEMM: read 2 bytes, write a row-wise FP8 copy for the
+GEMM of this pass and a column-wise (transposed) one for the weight-gradient GEMM, 1 byte each (Transformer
+Engine's fused cast-transpose)."""
+
+
+def fp8_cast_elements_per_token_layer(
+    *, model: ModelSpec, tp: Num, expert_tp: Num, sequence_parallel: Num, expert_gather: bool
+) -> tuple[Num, Num]:
+    """(forward, backward) elements per token and layer on one GPU that FP8 training quantises (``fp8_casts``).
+
+    Forward: the inputs of the linear layers that no norm writes in FP8: the output projection's (``q/tp``,
+    the attention output), the dense MLP's second GEMM (``ffn/tp``); in a MoE layer each routed copy's first
+    and second expert GEMM (``h + expert_ffn/etp``, the router's norm output is BF16) and the shared experts'
+    (``h_sp + shared x expert_ffn/tp``). Backward: every linear layer's output gradient: QKV ``(q + 2 kv)/tp``,
+    the projection ``h_sp``, the MLP's first GEMM ``(2 if gated else 1) x ffn/tp`` and its second ``h_sp``;
+    per routed copy ``(2|1) x expert_ffn/etp + h``. ``h_sp = h/tp`` with sequence parallelism, else ``h``.
+    A GPU holds ``top_k`` routed copies per token, ``top_k x etp/tp`` when the expert-TP group gathers them
+    (``expert_tp_exchange``). MoE layers weighted by ``moe_layers / layers``.
+
+    Example: Llama 3 8B (h 4,096, q 4,096, kv 1,024, ffn 14,336, gated), tp 1: forward 4,096 + 14,336 = 18,432;
+    backward 6,144 + 4,096 + 28,672 + 4,096 = 43,008.
+    """
+    h = float(model.hidden)
+    head_dim = compute.head_dim(model=model)
+    q = model.heads * head_dim / tp
+    kv = model.kv_heads * head_dim / tp
+    h_sp = where(sequence_parallel, h / tp, h)
+    first = 2.0 if model.gated_mlp else 1.0
+    attention_fwd, attention_bwd = q, q + 2.0 * kv + h_sp
+    mlp_fwd = model.ffn_hidden / tp
+    mlp_bwd = first * model.ffn_hidden / tp + h_sp
+    moe = model.moe
+    if moe is not None:
+        share = moe.moe_layers / model.layers
+        copies = moe.top_k * (expert_tp / tp if expert_gather else 1.0)
+        expert = moe.expert_ffn_hidden / expert_tp
+        shared = moe.shared_experts * moe.expert_ffn_hidden / tp
+        moe_fwd = copies * (h + expert)
+        moe_bwd = copies * (first * expert + h)
+        if moe.shared_experts:
+            moe_fwd = moe_fwd + h_sp + shared
+            moe_bwd = moe_bwd + first * shared + h_sp
+        mlp_fwd = (1.0 - share) * mlp_fwd + share * moe_fwd
+        mlp_bwd = (1.0 - share) * mlp_bwd + share * moe_bwd
+    return attention_fwd + mlp_fwd, attention_bwd + mlp_bwd
+
+
+def fp8_cast_time_s(
+    *, elements: tuple[Num, Num], token_layers: Num, full_recompute: Num, hbm_bytes_s: float
+) -> Num:
+    """``4 x ((1 + [full recompute]) x forward + backward) x token-layers / HBM bandwidth``: the casts of
+    ``fp8_cast_elements_per_token_layer`` (``elements``, forward and backward) over the busiest stage's tokens
+    times layers. Example: Llama 3 8B,
+    tp 1, 32 layers x 16,384 tokens, selective recompute, 3.35e12 B/s: 4 x 61,440 x 524,288 / 3.35e12 =
+    38.5 ms."""
+    forward, backward = elements
+    passes = (1.0 + where(full_recompute, 1.0, 0.0)) * forward + backward
+    return FP8_CAST_BYTES * passes * token_layers / hbm_bytes_s
+
+
+def precision_half_dim(*, half: float, peak: float, peak_fp8: float) -> float:
+    """The matrix-shape curve's ``d_half`` at a precision of peak ``peak`` on an accelerator of FP8 peak
+    ``peak_fp8``: ``d_half x peak / peak_fp8`` (``shape_by_precision``). ``d_half`` is fitted to FP8 kernels
+    (``solvers.gemm_shape``); a GEMM's fixed costs (launch, prologue and epilogue, the last wave) take the same
+    time at any precision, so at half the rate the same share of the plateau needs half the dimension. Without
+    an FP8 peak, ``d_half``. Example: 99.8 on H100 BF16 (989 of 1,979 TFLOP/s) -> 49.9."""
+    if peak_fp8 <= 0.0:
+        return half
+    return half * peak / peak_fp8

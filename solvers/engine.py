@@ -65,14 +65,13 @@ from solvers.catalog.attention_kernels import attention_kernel_ratio
 from solvers.catalog.calibration import OVERLAP_SM_SHARE, PRECISION_RATE_FACTOR, ZERO3_MAX_REUSE_DISTANCE
 from solvers.catalog.fitted import family_of
 from solvers.compute import Num, clip, maximum, minimum, where
+from solvers.effects import TFLOPS
 from solvers.layout import Layout
 from solvers.layout_rules import check_layouts, layout_rule_codes, rule_masks, rule_message
 from solvers.specs import BoolArray, ClusterSpec, FloatArray, IntArray, LayoutBatch, ModelSpec, TrainingSpec
 
 # The rules live in solvers.layout_rules; the engine is where callers have always found them.
 __all__ = ["StepColumns", "check_layouts", "evaluate", "evaluate_one", "layout_rule_codes"]
-
-TFLOPS = 1e12
 
 
 @dataclass(frozen=True)
@@ -257,21 +256,15 @@ def _step(
     output_flops_per_token = compute.output_layer_flops_per_token(model=model)
     mtp_flops_per_token = compute.mtp_block_flops_per_token(model=model, seq_len=s)
 
-    peak = acc.peak_tflops.get(precision, acc.peak_tflops.get("bf16", 1.0)) * TFLOPS
-    peak_bf16 = acc.peak_tflops.get("bf16", acc.peak_tflops.get(precision, 1.0)) * TFLOPS
-    fp8_factor = training.effects.fp8_rate_factor
-    precision_factor = (
-        fp8_factor
-        if precision == "fp8" and fp8_factor > 0.0
-        else PRECISION_RATE_FACTOR.get(precision, (1.0, ""))[0]
-    )
-    rate = peak * training.compute_efficiency * precision_factor
     # fp8_scope: in FP8 training the attention core and the output layer run at the BF16 rate.
     bf16_islands = fx.fp8_scope and precision == "fp8"
-    rate_bf16 = (
-        effects.bf16_rate(rate=rate, precision_factor=precision_factor, peak=peak, peak_bf16=peak_bf16)
-        if bf16_islands
-        else rate
+    peak, peak_bf16, rate, rate_bf16, half, core_half = effects.gemm_rates(
+        peak_tflops=acc.peak_tflops,
+        precision=precision,
+        efficiency=training.compute_efficiency,
+        default_factor=PRECISION_RATE_FACTOR.get(precision, (1.0, ""))[0],
+        fx=fx,
+        bf16_islands=bf16_islands,
     )
     fill: Num = 1.0
     hbm = acc.hbm_tb_s * TFLOPS
@@ -291,7 +284,7 @@ def _step(
             ffn=float(model.ffn_hidden),
             tp=tp,
             mlp_matrices=compute.mlp_matrices(model=model),
-            half=fx.shape_half_dim,
+            half=half,
             mlp_share=compute.dense_mlp_share(model=model),
         )
     attention_core_share = compute.attention_flops_per_token(model=model, seq_len=s) / flops_per_token
@@ -303,7 +296,7 @@ def _step(
         if fx.attention_core and fx.attention_kernels and training.fused_attention is not False:
             core_rate = core_rate * attention_kernel_ratio(training.attention_kernel, family_of(acc.name))
         if fx.context_parallel:
-            core_rate = core_rate * effects.saturation(s / cp, fx.shape_half_dim)
+            core_rate = core_rate * effects.saturation(s / cp, core_half)
         attention_extra = hw_flops_gpu * attention_core_share * (1.0 / core_rate - 1.0 / dense_rate)
     expert_load = effects.expert_load(
         skew=fx.moe_skew if fx.moe_overhead else 0.0,
@@ -325,7 +318,7 @@ def _step(
                 rows=expert_rows * expert_load,
                 cols=moe.expert_ffn_hidden / etp,
                 inner=h,
-                half=fx.shape_half_dim,
+                half=half,
             )
         compute_s = compute.math_time_s(
             flops=hw_flops_gpu * (1.0 - expert_flop_share),
@@ -378,6 +371,19 @@ def _step(
                 sequence_parallel=lay.sequence_parallel,
                 element_bytes=exchanges.activation_element_bytes(precision=precision),
             ),
+            full_recompute=full_recompute,
+            hbm_bytes_s=hbm,
+        )
+    if fx.fp8_casts and precision == "fp8":  # GEMM inputs and output gradients quantised through HBM
+        layer_s = layer_s + effects.fp8_cast_time_s(
+            elements=effects.fp8_cast_elements_per_token_layer(
+                model=model,
+                tp=tp,
+                expert_tp=etp,
+                sequence_parallel=lay.sequence_parallel,
+                expert_gather=fx.expert_tp_exchange,
+            ),
+            token_layers=m * microbatch_tokens * layers_busiest,
             full_recompute=full_recompute,
             hbm_bytes_s=hbm,
         )

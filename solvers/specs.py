@@ -291,6 +291,18 @@ class EffectsSpec:
         "times the fitted attention_rate_factor, on Hopper (measured) and Blackwell (assumed), elsewhere as "
         "FlashAttention-2; scores materialised (fused_attention false) keep the factor alone; no fitted constant"
     )
+    fp8_casts: bool = _switch(
+        "FP8 training quantises through HBM every linear layer's input that no norm writes in FP8 (the attention "
+        "output, the MLP activation, the experts' routed tokens) and every output gradient: read BF16, write "
+        "row-wise and column-wise FP8 copies, 4 bytes an element (Transformer Engine's cast-transpose in "
+        "Linear, GroupedLinear and their backward), forward, backward and a full recomputation, at the HBM "
+        "bandwidth; no constant"
+    )
+    shape_by_precision: bool = _switch(
+        "the matrix-shape curve's half-rate dimension, fitted to FP8 kernels, scales with the precision's peak "
+        "over the FP8 peak of the accelerator (a GEMM's fixed costs take the same time at any precision: at "
+        "BF16 half the dimension reaches the same share of the plateau); no constant"
+    )
     shape_half_dim: float = 0.0  # GEMM dimension at which the saturating curve reaches half its plateau
     jitter: float = 0.0  # relative standard deviation of one rank's step time (straggler term)
     moe_skew: float = 0.0  # busiest expert rank's load over the mean, minus one

@@ -97,6 +97,8 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
         unfused_elementwise=True,
         expert_kernels=True,
         expert_tp_exchange=True,
+        fp8_casts=True,
+        shape_by_precision=True,
         shape_half_dim=100.0,
         jitter=0.01,
         moe_skew=0.2,
