@@ -1,4 +1,4 @@
-"""Step-model effects beyond the roofline: matrix shape, stragglers, MoE overhead, pipeline ends, context parallel.
+"""Step-model effects beyond the roofline, each with its switch, its source and its constants (listed below).
 
 Each effect has a switch (``training.efficiency.effects.<name>``, on by default in a scenario document but for
 ``zero3_per_tensor_collectives``; off in a bare ``EffectsSpec``) and its free constants come from
@@ -79,6 +79,22 @@ Each effect has a switch (``training.efficiency.effects.<name>``, on by default 
   microbatches`` on the busiest stage, ``c`` fitted. It is what makes the microbatch size matter for small
   experts (Megatron-Bridge's 26.02 and 26.02.01 tables: Qwen3-30B-A3B on 8 B200, 9,691 tokens/s per GPU with
   one sequence per microbatch, 26,695 with four).
+* ``fp8_casts``: FP8 GEMMs read FP8 operands that something must write. Transformer Engine quantises a linear
+  layer's BF16 input in one cast-transpose kernel that reads it once and writes a row-wise FP8 copy for this
+  GEMM and a column-wise one for the weight-gradient GEMM (``transformer_engine/pytorch/module/linear.py``
+  ``_Linear.forward``; ``grouped_linear.py`` per expert slice, ``fused_multi_quantize``), and in the backward
+  does the same to every output gradient (``module/base.py`` ``grad_output_preprocess``): 4 bytes an element.
+  A norm fused with the next GEMM writes its output in FP8 itself (``layernorm_linear.py``), so the counted
+  inputs are those of the output projection, of the MLP's second GEMM and of the experts (their norm output
+  goes to the router in BF16); weights are cast once a step and not counted (``is_first_microbatch``). Not
+  counted either: the transpose a fused norm's output still needs on Hopper, the extra amax pass of current
+  scaling, and a sequence-parallel gather's separate transpose (each a fraction of the counted bytes). No
+  constant.
+* ``shape_by_precision``: ``d_half`` is fitted to FP8 kernels (``solvers.gemm_shape``). A GEMM's fixed costs
+  (launch, prologue and epilogue, the last partial wave) take the same time at any precision while its math
+  takes ``1 / peak``, so the dimension at which it reaches half its plateau scales with the peak: ``d_half x
+  peak / peak_fp8`` on the same accelerator (BF16 on H100: 49.9 for 99.8), the fitted one where the
+  accelerator has no FP8 peak. The attention core, BF16 in FP8 training, takes the BF16 value. No constant.
 * ``attention_kernels``: with fused attention, the attention core runs at the ``attention_core`` rate times its
   implementation's published forward-and-backward rate over FlashAttention-2's
   (``solvers.catalog.attention_kernels``: FlashAttention-3 paper, H100, cuDNN 1.62, FlashAttention-3 1.77), on
