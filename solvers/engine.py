@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 
 from solvers import collectives, compute, effects, exchanges, memory, pipeline, traffic
-from solvers.catalog.attention_kernels import attention_kernel_ratio
+from solvers.catalog.attention_kernels import attention_kernel_ratio, generation_ratio
 from solvers.catalog.calibration import OVERLAP_SM_SHARE, PRECISION_RATE_FACTOR, ZERO3_MAX_REUSE_DISTANCE
 from solvers.catalog.fitted import family_of
 from solvers.compute import Num, clip, maximum, minimum, where
@@ -294,7 +294,8 @@ def _step(
         # kernels), at the curve of its s/cp blocks (context_parallel), at BF16 in FP8 training (fp8_scope).
         core_rate = rate_bf16 * (fx.attention_rate_factor if fx.attention_core else 1.0)
         if fx.attention_core and fx.attention_kernels and training.fused_attention is not False:
-            core_rate = core_rate * attention_kernel_ratio(training.attention_kernel, family_of(acc.name))
+            kernel = attention_kernel_ratio(training.attention_kernel, family_of(acc.name))
+            core_rate = core_rate * kernel * generation_ratio(acc.name)
         if fx.context_parallel:
             core_rate = core_rate * effects.saturation(s / cp, core_half)
         attention_extra = hw_flops_gpu * attention_core_share * (1.0 / core_rate - 1.0 / dense_rate)

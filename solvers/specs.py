@@ -289,7 +289,9 @@ class EffectsSpec:
         "FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608, Figures 5(d) and 6: FlashAttention-2 333/318, "
         "cuDNN 529/518, FlashAttention-3 602/559 TFLOPS at 8k, head dim 128; solvers.catalog.attention_kernels), "
         "times the fitted attention_rate_factor, on Hopper (measured) and Blackwell (assumed), elsewhere as "
-        "FlashAttention-2; scores materialised (fused_attention false) keep the factor alone; no fitted constant"
+        "FlashAttention-2, and on GB300 times its measured gain over GB200 (cuDNN SDPA training benchmarks, "
+        "NVIDIA/cudnn-frontend, 1.10 at 8k tokens; solvers.catalog.attention_kernels.GENERATION_MS); scores "
+        "materialised (fused_attention false) keep the factor alone; no fitted constant"
     )
     fp8_casts: bool = _switch(
         "FP8 training quantises through HBM every linear layer's input that no norm writes in FP8 (the attention "

@@ -21,6 +21,17 @@ ratio and every implementation is priced as FlashAttention-2 (ratio 1). FlashAtt
 
 Example: cuDNN, 529 forward and 518 backward TFLOPS, trains at 521 TFLOPS; FlashAttention-2 (333, 318) at
 322: a ratio of 1.62. FlashAttention-3 (602, 559) at 571: 1.77.
+
+One generation within a family differs in its attention core alone: Blackwell Ultra (GB300) doubles the
+special-function units' exponential throughput (NVIDIA technical blog, "Making Softmax More Efficient with
+NVIDIA Blackwell Ultra", 2026) at GB200's tensor-core rates, and the softmax is what a Blackwell attention
+kernel waits on. Its measured gain: cuDNN's SDPA training benchmarks (NVIDIA/cudnn-frontend
+``benchmark/sdpa_benchmark_training/results/llama3.1/{gb200,gb300}/*.csv`` at fb682ce, 2026-04-29; cuDNN 9.22,
+BF16, Llama 3.1 shape: 64 query and 8 key-value heads of 128, batch 2, causal, non-deterministic backward) at
+8k tokens run forward in 1.397 and 1.185 ms and backward in 4.127 and 3.832 ms on GB200 and GB300: a training
+pass 5.524 / 5.017 = 1.10 times as fast (1.12-1.13 at 2k-4k and 16k, 1.21 at 32k). ``GENERATION_MS`` holds
+those times; ``generation_ratio`` multiplies the family's kernel ratio by it (every implementation: the gain is
+the hardware's), with fused attention.
 """
 
 from __future__ import annotations
@@ -28,13 +39,17 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Final
 
+from solvers.catalog.accelerators import ACCELERATORS
+
 __all__ = [
     "ATTENTION_KERNELS",
     "BENCHMARKED_FAMILIES",
+    "GENERATION_MS",
     "KERNEL_FAMILIES",
     "KERNEL_TFLOPS",
     "REFERENCE_KERNEL",
     "attention_kernel_ratio",
+    "generation_ratio",
     "training_tflops",
 ]
 
@@ -59,6 +74,10 @@ BENCHMARKED_FAMILIES: Final = ("hopper", "blackwell")
 # The families each implementation runs on, where it is narrower than every GPU (FlashAttention-3: sm90 only).
 KERNEL_FAMILIES: Final = MappingProxyType({"flash3": ("hopper",)})
 
+# accelerator catalog key -> (the accelerator it is measured against, its (forward, backward) ms, this one's):
+# cuDNN SDPA training benchmarks at 8k tokens (module docstring).
+GENERATION_MS: Final = MappingProxyType({"gb300": ("gb200", (1.397, 4.127), (1.185, 3.832))})
+
 # The paper's FLOP count: the backward pass is 2.5 times the forward (5 matmuls against 2).
 _BACKWARD_FLOPS = 2.5
 
@@ -82,3 +101,19 @@ def attention_kernel_ratio(kernel: str, family: str | None) -> float:
     if family not in BENCHMARKED_FAMILIES:
         return 1.0
     return training_tflops(kernel) / training_tflops(REFERENCE_KERNEL)
+
+
+_KEY_BY_NAME: Final = MappingProxyType({str(spec["name"]): key for key, spec in ACCELERATORS.items()})
+
+
+def generation_ratio(accelerator: str) -> float:
+    """The attention core's training rate on ``accelerator`` (a catalog key or display name) over the
+    accelerator its benchmark compares it with (``GENERATION_MS``); 1 for every other one.
+
+    Example: ``generation_ratio("gb300")`` -> 5.524 / 5.017 = 1.101; ``generation_ratio("gb200")`` -> 1.0.
+    """
+    entry = GENERATION_MS.get(_KEY_BY_NAME.get(accelerator, accelerator))
+    if entry is None:
+        return 1.0
+    _, reference, measured = entry
+    return sum(reference) / sum(measured)

@@ -8,10 +8,13 @@ from typing import Any
 
 import pytest
 
+from solvers.catalog.accelerators import ACCELERATORS
 from solvers.catalog.attention_kernels import (
     ATTENTION_KERNELS,
+    GENERATION_MS,
     REFERENCE_KERNEL,
     attention_kernel_ratio,
+    generation_ratio,
     training_tflops,
 )
 from solvers.entry import solve
@@ -51,6 +54,25 @@ def test_off_the_benchmarked_families_every_kernel_is_priced_as_flash_attention_
     assert attention_kernel_ratio("cudnn", None) == 1.0  # an AMD or a custom accelerator
     a100 = {"cluster": {"node": "dgx-a100-80gb", "gpus": 8}}
     assert _step_s(attention_kernel="cudnn", **a100) == _step_s(**a100)
+
+
+def test_blackwell_ultra_runs_the_attention_core_at_its_measured_gain_over_gb200() -> None:
+    """cuDNN's SDPA training benchmarks at 8k tokens (NVIDIA/cudnn-frontend at fb682ce): forward 1.397 and 1.185
+    ms, backward 4.127 and 3.832 ms on GB200 and GB300. By catalog key or display name; 1 for every other."""
+    assert generation_ratio("gb300") == pytest.approx((1.397 + 4.127) / (1.185 + 3.832))
+    assert generation_ratio(str(ACCELERATORS["gb300"]["name"])) == generation_ratio("gb300")
+    assert generation_ratio("gb200") == generation_ratio("h100-sxm") == generation_ratio("custom") == 1.0
+    assert all(
+        reference in ACCELERATORS and key in ACCELERATORS for key, (reference, *_) in GENERATION_MS.items()
+    )
+    # the same plan on GB300 and GB200 NVL72 nodes differs in the attention core alone (same peaks and HBM rate)
+    gb200 = {"cluster": {"node": "gb200-nvl72", "gpus": 72}, "global_batch_seqs": 144}
+    gb300 = {"cluster": {"node": "gb300-nvl72", "gpus": 72}, "global_batch_seqs": 144}
+    assert _step_s(attention_kernel="cudnn", **gb300) < _step_s(attention_kernel="cudnn", **gb200)
+    # scores materialised (no fused kernel) or the effect switched off: nothing to gain
+    assert _step_s(fused_attention=False, **gb300) == _step_s(fused_attention=False, **gb200)
+    off = {"efficiency": {"effects": {"attention_kernels": False}}}
+    assert _step_s(**gb300, **off) == _step_s(**gb200, **off)
 
 
 def test_flash_attention_3_is_refused_off_hopper() -> None:
