@@ -544,7 +544,7 @@ def _step(
         dp_x = dp_x._replace(time_s=dp_x.time_s + per_tensor_s)
     if moe is not None:
         tokens_per_rank = microbatch_tokens / tp
-        dispatch_e = 1.0 if precision == "fp8" else act_e
+        dispatch_e = 1.0 if training.moe_fp8_dispatch else act_e
         ep_x = exchanges.ep_exchange(
             ep=ep,
             stride=etp,

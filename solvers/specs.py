@@ -374,6 +374,9 @@ class TrainingSpec:
     moe_capacity_factor: float | None = None
     moe_pad_to_capacity: bool = False
     moe_force_balance: bool = False
+    # The dispatched tokens in FP8 (1 byte an element; DeepSeek-V3 §3.3.2), else in the activations' dtype
+    # (Megatron-Core's dispatchers). FP8 training only.
+    moe_fp8_dispatch: bool = False
     effects: EffectsSpec = field(default_factory=EffectsSpec)
 
 

@@ -496,9 +496,8 @@ FIELDS += (
         "PyTorch scaled_dot_product_attention and Transformer Engine): the s x s score matrix never reaches "
         "HBM",
     ),
-    # Fused elementwise kernels are the default of the stacks the corpus describes: Megatron-Core and
-    # Transformer Engine ship fused normalisation, rotary and SwiGLU kernels, and torchtitan runs them fused
-    # under torch.compile. Runs in PyTorch eager mode (torchtitan's ``compile = false``) say ``false``.
+    # Fused elementwise kernels: Megatron-Core and Transformer Engine ship fused norm, rotary and SwiGLU kernels,
+    # torchtitan fuses them under torch.compile; PyTorch eager runs (torchtitan's ``compile = false``) say false.
     _flag(
         "training.fused_elementwise",
         default=True,
@@ -547,8 +546,7 @@ FIELDS += (
         "forwarded inside the node over the scale-up link (DeepSeek-V3 §3.2.2; DeepEP's internode kernels, "
         "Megatron-Core's flex dispatcher)",
     ),
-    # How the routed tokens load the experts: dropless routing by the learned router unless a source states a
-    # capacity (Megatron-Core's moe_expert_capacity_factor, moe_pad_expert_input_to_capacity) or forced balance.
+    # How routed tokens load the experts and travel: as the learned router and Megatron-Core send them by default.
     _num(
         "training.moe_capacity_factor",
         0,
@@ -572,6 +570,13 @@ FIELDS += (
         source="convention: tokens go where the learned router sends them; true = the router bypassed for "
         "benchmarks, balanced in expectation and priced at the mean load (Megatron-Core's "
         "moe_router_force_load_balancing, random logits)",
+    ),
+    _flag(
+        "training.moe_fp8_dispatch",
+        default=False,
+        source="convention: the routed tokens dispatched in the activations' dtype, BF16 (Megatron-Core's "
+        "dispatchers: moe_dispatch_fwd_dtype 'bf16'); true = in FP8, 1 byte an element, the combine in BF16 "
+        "(DeepSeek-V3 §3.3.2); needs training.precision fp8",
     ),
     *_LAYOUT_FIELDS,
     _obj("training.efficiency"),

@@ -159,6 +159,12 @@ def parse_training(
     moe_capacity_factor = None if capacity is None else float(capacity)
     moe_pad_to_capacity = bool(table_default(r, path, "moe_pad_to_capacity", nums))
     moe_force_balance = bool(table_default(r, path, "moe_force_balance", nums))
+    moe_fp8_dispatch = bool(table_default(r, path, "moe_fp8_dispatch", nums))
+    if moe_fp8_dispatch and precision != "fp8":
+        r.error(
+            join(path, "moe_fp8_dispatch"),
+            f"needs training.precision fp8 (the tokens are dispatched as the FP8 GEMMs' inputs), not {precision}",
+        )
     if moe_pad_to_capacity and moe_capacity_factor is None:
         r.error(
             join(path, "moe_pad_to_capacity"), "needs training.moe_capacity_factor (the capacity to pad to)"
@@ -267,6 +273,7 @@ def parse_training(
         moe_capacity_factor=moe_capacity_factor,
         moe_pad_to_capacity=moe_pad_to_capacity,
         moe_force_balance=moe_force_balance,
+        moe_fp8_dispatch=moe_fp8_dispatch,
         effects=effects,
     )
     doc = {
@@ -284,6 +291,7 @@ def parse_training(
         "moe_capacity_factor": moe_capacity_factor,
         "moe_pad_to_capacity": moe_pad_to_capacity,
         "moe_force_balance": moe_force_balance,
+        "moe_fp8_dispatch": moe_fp8_dispatch,
         "layout": "auto" if auto else dict(layouts[0]),
         "efficiency": {"compute": efficiency, "overlap": overlap, "effects": switches},
         "checkpoint": checkpoint,

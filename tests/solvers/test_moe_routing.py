@@ -1,6 +1,7 @@
 """How routed tokens load the experts and cross the NIC: node-limited routing with one copy per target node
 (``training.moe_dispatch``, ``model.moe.max_nodes_per_token``) and expert capacity or forced balance
-(``training.moe_capacity_factor``, ``moe_pad_to_capacity``, ``moe_force_balance``); docs/CONVENTIONS.md."""
+(``training.moe_capacity_factor``, ``moe_pad_to_capacity``, ``moe_force_balance``), and the dispatched tokens'
+dtype (``training.moe_fp8_dispatch``); docs/CONVENTIONS.md."""
 
 from __future__ import annotations
 
@@ -175,6 +176,11 @@ def test_routing_fields_leave_a_dense_model_alone() -> None:
         ({"moe_capacity_factor": "lots"}, "training.moe_capacity_factor", "number"),
         ({"moe_dispatch": "per_rank"}, "training.moe_dispatch", ", ".join(MOE_DISPATCHES)),
         ({"moe_force_balance": "yes"}, "training.moe_force_balance", "true or false"),
+        (
+            {"moe_fp8_dispatch": True, "precision": "bf16"},
+            "training.moe_fp8_dispatch",
+            "needs training.precision fp8",
+        ),
     ],
 )
 def test_bad_routing_fields_name_the_field_and_the_rule(
@@ -193,12 +199,29 @@ def test_a_node_limit_below_one_is_refused() -> None:
     assert ">= 1" in errors["model.moe.max_nodes_per_token"]
 
 
+def test_fp8_dispatch_sends_the_dispatched_copies_in_one_byte_and_the_combine_in_two() -> None:
+    """DeepSeek-V3 dispatches in FP8 and combines in BF16 (§3.3.2), which its example states; Megatron-Core's
+    dispatchers send BF16 both ways, the default. Every all-to-all message is 1 + 2 bytes an element against
+    2 + 2: the EP exchange takes less time, but no less than 3/4 of it (the latency does not shrink)."""
+    doc = load_example(DEEPSEEK)
+    assert doc["training"]["moe_fp8_dispatch"] is True
+    fp8 = solve(doc, ranges=False)["step"]
+    bf16 = solve(_with_training(doc, moe_fp8_dispatch=False), ranges=False)["step"]
+    assert 0.75 * bf16["comm_s"]["ep"] <= fp8["comm_s"]["ep"] < 0.76 * bf16["comm_s"]["ep"]
+    assert fp8["step_s"] < bf16["step_s"]
+    # the default is Megatron-Core's
+    default = copy.deepcopy(doc)
+    del default["training"]["moe_fp8_dispatch"]
+    assert solve(default, ranges=False)["step"] == bf16
+
+
 def test_the_resolved_document_says_how_tokens_are_routed() -> None:
     r = resolve(load_example(DEEPSEEK))
     training = r.document["training"]
     assert training["moe_dispatch"] == "per_node"
     assert training["moe_capacity_factor"] is None
     assert training["moe_pad_to_capacity"] is False and training["moe_force_balance"] is False
+    assert training["moe_fp8_dispatch"] is True
     assert r.document["model"]["moe"]["max_nodes_per_token"] == 4
     assert r.model.moe is not None and r.model.moe.max_nodes_per_token == 4
 
