@@ -66,12 +66,12 @@ def test_blackwell_ultra_runs_the_attention_core_at_its_measured_gain_over_gb200
         reference in ACCELERATORS and key in ACCELERATORS for key, (reference, *_) in GENERATION_MS.items()
     )
     # the same plan on GB300 and GB200 NVL72 nodes differs in the attention core alone (same peaks and HBM rate)
-    gb200 = {"cluster": {"node": "gb200-nvl72", "gpus": 72}, "global_batch_seqs": 144}
-    gb300 = {"cluster": {"node": "gb300-nvl72", "gpus": 72}, "global_batch_seqs": 144}
+    gb200: dict[str, Any] = {"cluster": {"node": "gb200-nvl72", "gpus": 72}, "global_batch_seqs": 144}
+    gb300: dict[str, Any] = {"cluster": {"node": "gb300-nvl72", "gpus": 72}, "global_batch_seqs": 144}
     assert _step_s(attention_kernel="cudnn", **gb300) < _step_s(attention_kernel="cudnn", **gb200)
     # scores materialised (no fused kernel) or the effect switched off: nothing to gain
     assert _step_s(fused_attention=False, **gb300) == _step_s(fused_attention=False, **gb200)
-    off = {"efficiency": {"effects": {"attention_kernels": False}}}
+    off: dict[str, Any] = {"efficiency": {"effects": {"attention_kernels": False}}}
     assert _step_s(**gb300, **off) == _step_s(**gb200, **off)
 
 
@@ -98,6 +98,6 @@ def test_a_faster_kernel_gives_a_shorter_step_and_the_default_is_flash2() -> Non
 
 
 def test_the_switch_off_or_unfused_scores_ignore_the_kernel() -> None:
-    off = {"efficiency": {"effects": {"attention_kernels": False}}}
+    off: dict[str, Any] = {"efficiency": {"effects": {"attention_kernels": False}}}
     assert _step_s(attention_kernel="cudnn", **off) == _step_s(**off)
     assert _step_s(attention_kernel="cudnn", fused_attention=False) == _step_s(fused_attention=False)
