@@ -387,6 +387,9 @@ def expert_kernels_s(*, local_experts: Num, moe_layers: Num, microbatches: Num, 
     return per_expert_s * local_experts * moe_layers * microbatches
 
 
+TENSOR_CORE_PRECISIONS: frozenset[str] = frozenset({"bf16", "fp16", "fp8"})
+"""The precisions whose GEMMs run on tensor cores, the kernels the matrix-shape curve was fitted to."""
+
 TFLOPS = 1e12
 """FLOP/s in a TFLOP/s (the catalog's peaks are in TFLOP/s)."""
 
@@ -409,15 +412,17 @@ def gemm_rates(
     precision: str,
     efficiency: float,
     default_factor: float,
+    fp8_default_factor: float,
     fx: EffectsSpec,
     bf16_islands: bool,
 ) -> GemmRates:
     """The peak at ``precision`` (BF16's where the accelerator lists none), the large-GEMM rate ``peak x
     efficiency x factor`` (the fitted ``fp8_rate_factor`` in FP8 training, else ``default_factor``), the BF16
     rate of the BF16 islands of FP8 training (``fp8_scope``: ``bf16_rate``; else the rate), and ``d_half`` at the
-    precision of the GEMMs and of the attention core (``shape_by_precision``: ``precision_half_dim``; BF16 for
-    the core in FP8 training). Example: H100, FP8, efficiency 0.68, factor 0.87, islands: peaks 1,979 and 989
-    TFLOP/s, rates 1,171 and 673 TFLOP/s, d_half 99.8 and 49.9."""
+    rate of the GEMMs and of the attention core (``shape_by_precision``: ``precision_half_dim`` against the FP8
+    rate, ``fp8_rate_factor`` or ``fp8_default_factor``, on tensor-core precisions; the core at the BF16 rate in
+    FP8 training). Example: H100, FP8, efficiency 0.68, factor 0.87, islands: peaks 1,979 and 989 TFLOP/s,
+    rates 1,171 and 673 TFLOP/s, d_half 99.8 and 99.8 x 673 / 1,171 = 57.4."""
     peak = peak_tflops.get(precision, peak_tflops.get("bf16", 1.0)) * TFLOPS
     peak_bf16 = peak_tflops.get("bf16", peak_tflops.get(precision, 1.0)) * TFLOPS
     factor = fx.fp8_rate_factor if precision == "fp8" and fx.fp8_rate_factor > 0.0 else default_factor
@@ -427,10 +432,12 @@ def gemm_rates(
         if bf16_islands
         else rate
     )
-    fp8_peak = peak_tflops.get("fp8", 0.0) * TFLOPS if fx.shape_by_precision else 0.0
-    half = precision_half_dim(half=fx.shape_half_dim, peak=peak, peak_fp8=fp8_peak)
-    core_peak = peak_bf16 if bf16_islands else peak
-    core_half = precision_half_dim(half=fx.shape_half_dim, peak=core_peak, peak_fp8=fp8_peak)
+    rate_fp8 = 0.0
+    if fx.shape_by_precision and precision in TENSOR_CORE_PRECISIONS:
+        fp8_factor = fx.fp8_rate_factor if fx.fp8_rate_factor > 0.0 else fp8_default_factor
+        rate_fp8 = peak_tflops.get("fp8", 0.0) * TFLOPS * efficiency * fp8_factor
+    half = precision_half_dim(half=fx.shape_half_dim, rate=rate, rate_fp8=rate_fp8)
+    core_half = precision_half_dim(half=fx.shape_half_dim, rate=rate_bf16, rate_fp8=rate_fp8)
     return GemmRates(peak, peak_bf16, rate, rate_bf16, half, core_half)
 
 
@@ -527,7 +534,13 @@ Engine's fused cast-transpose)."""
 
 
 def fp8_cast_elements_per_token_layer(
-    *, model: ModelSpec, tp: Num, expert_tp: Num, sequence_parallel: Num, expert_gather: bool
+    *,
+    model: ModelSpec,
+    tp: Num,
+    expert_tp: Num,
+    sequence_parallel: Num,
+    expert_gather: bool,
+    fp8_dispatch: bool = False,
 ) -> tuple[Num, Num]:
     """(forward, backward) elements per token and layer on one GPU that FP8 training quantises (``fp8_casts``).
 
@@ -538,18 +551,34 @@ def fp8_cast_elements_per_token_layer(
     the projection ``h_sp``, the MLP's first GEMM ``(2 if gated else 1) x ffn/tp`` and its second ``h_sp``;
     per routed copy ``(2|1) x expert_ffn/etp + h``. ``h_sp = h/tp`` with sequence parallelism, else ``h``.
     A GPU holds ``top_k`` routed copies per token, ``top_k x etp/tp`` when the expert-TP group gathers them
-    (``expert_tp_exchange``). MoE layers weighted by ``moe_layers / layers``.
+    (``expert_tp_exchange``); dispatched in FP8 (``training.moe_fp8_dispatch``) a token's ``h`` is quantised
+    once before the dispatch and its gradient once before the combine's backward (DeepSeek-V3 §3.3.2): ``h/tp``
+    each instead of ``copies x h``. Multi-head latent attention (Megatron-Core's MLA: the down-projections
+    are plain linear layers after the input norm, the up-projections fused with their norms) casts the
+    down-projections' inputs ``2h`` and the output projection's ``heads x d_v / tp`` forward, and the gradients
+    of the query and key-value latents ``r_q + r_kv + d_rope``, of the up-projections ``heads x (d_nope + d_rope)
+    / tp`` and ``heads x (d_nope + d_v) / tp`` and of the projection ``h_sp`` backward. MoE layers weighted by
+    ``moe_layers / layers``.
 
     Example: Llama 3 8B (h 4,096, q 4,096, kv 1,024, ffn 14,336, gated), tp 1: forward 4,096 + 14,336 = 18,432;
-    backward 6,144 + 4,096 + 28,672 + 4,096 = 43,008.
+    backward 6,144 + 4,096 + 28,672 + 4,096 = 43,008. DeepSeek-V3's attention at tp 1: forward 2 x 7,168 +
+    16,384 = 30,720; backward 1,536 + 576 + 24,576 + 32,768 + 7,168 = 66,624.
     """
     h = float(model.hidden)
-    head_dim = compute.head_dim(model=model)
-    q = model.heads * head_dim / tp
-    kv = model.kv_heads * head_dim / tp
     h_sp = where(sequence_parallel, h / tp, h)
     first = 2.0 if model.gated_mlp else 1.0
-    attention_fwd, attention_bwd = q, q + 2.0 * kv + h_sp
+    mla = model.mla
+    if mla is None:
+        head_dim = compute.head_dim(model=model)
+        q = model.heads * head_dim / tp
+        kv = model.kv_heads * head_dim / tp
+        attention_fwd, attention_bwd = q, q + 2.0 * kv + h_sp
+    else:
+        qk_width, v_width = compute.attention_widths(model=model)
+        latents = mla.q_lora_rank + mla.kv_lora_rank + mla.qk_rope_head_dim
+        kv_up = model.heads * (mla.qk_nope_head_dim + mla.v_head_dim)
+        attention_fwd = 2.0 * h + v_width / tp
+        attention_bwd = latents + (qk_width + kv_up) / tp + h_sp
     mlp_fwd = model.ffn_hidden / tp
     mlp_bwd = first * model.ffn_hidden / tp + h_sp
     moe = model.moe
@@ -558,8 +587,9 @@ def fp8_cast_elements_per_token_layer(
         copies = moe.top_k * (expert_tp / tp if expert_gather else 1.0)
         expert = moe.expert_ffn_hidden / expert_tp
         shared = moe.shared_experts * moe.expert_ffn_hidden / tp
-        moe_fwd = copies * (h + expert)
-        moe_bwd = copies * (first * expert + h)
+        token = h / tp if fp8_dispatch else copies * h  # the routed copies' hidden vectors (or the token's)
+        moe_fwd = token + copies * expert
+        moe_bwd = copies * first * expert + token
         if moe.shared_experts:
             moe_fwd = moe_fwd + h_sp + shared
             moe_bwd = moe_bwd + first * shared + h_sp
@@ -573,20 +603,21 @@ def fp8_cast_time_s(
 ) -> Num:
     """``4 x ((1 + [full recompute]) x forward + backward) x token-layers / HBM bandwidth``: the casts of
     ``fp8_cast_elements_per_token_layer`` (``elements``, forward and backward) over the busiest stage's tokens
-    times layers. Example: Llama 3 8B,
-    tp 1, 32 layers x 16,384 tokens, selective recompute, 3.35e12 B/s: 4 x 61,440 x 524,288 / 3.35e12 =
-    38.5 ms."""
+    times layers. Example: Llama 3 8B, tp 1, 32 layers x 16,384 tokens, selective recompute, 3.35e12 B/s:
+    4 x 61,440 x 524,288 / 3.35e12 = 38.5 ms."""
     forward, backward = elements
     passes = (1.0 + where(full_recompute, 1.0, 0.0)) * forward + backward
     return FP8_CAST_BYTES * passes * token_layers / hbm_bytes_s
 
 
-def precision_half_dim(*, half: float, peak: float, peak_fp8: float) -> float:
-    """The matrix-shape curve's ``d_half`` at a precision of peak ``peak`` on an accelerator of FP8 peak
-    ``peak_fp8``: ``d_half x peak / peak_fp8`` (``shape_by_precision``). ``d_half`` is fitted to FP8 kernels
-    (``solvers.gemm_shape``); a GEMM's fixed costs (launch, prologue and epilogue, the last wave) take the same
-    time at any precision, so at half the rate the same share of the plateau needs half the dimension. Without
-    an FP8 peak, ``d_half``. Example: 99.8 on H100 BF16 (989 of 1,979 TFLOP/s) -> 49.9."""
-    if peak_fp8 <= 0.0:
+def precision_half_dim(*, half: float, rate: float, rate_fp8: float) -> float:
+    """The matrix-shape curve's ``d_half`` for GEMMs at the large-GEMM rate ``rate`` on an accelerator whose FP8
+    rate is ``rate_fp8``: ``d_half x rate / rate_fp8`` (``shape_by_precision``). ``d_half`` is fitted to FP8
+    kernels (``solvers.gemm_shape``); a GEMM's fixed costs (launch, prologue and epilogue, the last wave) take
+    the same time at any precision, so at a lower rate the same share of the plateau needs a proportionally
+    smaller dimension. Without an FP8 rate (no FP8 peak, or FP32, whose GEMMs are not tensor-core kernels),
+    ``d_half``. Example: 99.8 on H100 at efficiency 0.67 and FP8 factor 0.90: BF16 989 x 0.67 against FP8
+    1,979 x 0.67 x 0.90 -> 99.8 x 0.555 = 55.4."""
+    if rate_fp8 <= 0.0:
         return half
-    return half * peak / peak_fp8
+    return half * (rate / rate_fp8)

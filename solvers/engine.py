@@ -263,6 +263,7 @@ def _step(
         precision=precision,
         efficiency=training.compute_efficiency,
         default_factor=PRECISION_RATE_FACTOR.get(precision, (1.0, ""))[0],
+        fp8_default_factor=PRECISION_RATE_FACTOR["fp8"][0],
         fx=fx,
         bf16_islands=bf16_islands,
     )
@@ -383,6 +384,7 @@ def _step(
                 expert_tp=etp,
                 sequence_parallel=lay.sequence_parallel,
                 expert_gather=fx.expert_tp_exchange,
+                fp8_dispatch=training.moe_fp8_dispatch,
             ),
             token_layers=m * microbatch_tokens * layers_busiest,
             full_recompute=full_recompute,

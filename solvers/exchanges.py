@@ -33,8 +33,9 @@ microbatch.
   the FP32 reduce-scatter.
 * **EP** (Lepikhin et al. 2021 GShard; DeepSeek-V3 §3.2.2): per MoE layer a dispatch and a combine
   all-to-all forward and again backward, each of ``b (s/cp)/t x top_k x h`` elements per GPU, ``(ep-1)/ep``
-  of which leave the GPU, in the activations' dtype (Megatron-Core's dispatchers send BF16), or dispatched in FP8
-  (1 byte) and combined in BF16 with ``training.moe_fp8_dispatch`` (DeepSeek-V3 §3.3.2). With ``training.moe_dispatch: per_node`` (DeepSeek-V3 §3.2.2, DeepEP) one copy per distinct target
+  of which leave the GPU, in the activations' dtype (Megatron-Core's dispatchers send BF16), or dispatched in
+  FP8 (1 byte) and combined in BF16 with ``training.moe_fp8_dispatch`` (DeepSeek-V3 §3.3.2). With
+  ``training.moe_dispatch: per_node`` (DeepSeek-V3 §3.2.2, DeepEP) one copy per distinct target
   node crosses the NIC and is forwarded over the scale-up link; node-limited routing
   (``model.moe.max_nodes_per_token``, DeepSeek-V3 §2.1.2) caps those nodes (``collectives.node_copies``). With
   expert TP (effect ``expert_tp_exchange``) the dispatcher also all-gathers the copies each GPU receives over the

@@ -160,7 +160,7 @@ def parse_training(
     moe_pad_to_capacity = bool(table_default(r, path, "moe_pad_to_capacity", nums))
     moe_force_balance = bool(table_default(r, path, "moe_force_balance", nums))
     moe_fp8_dispatch = bool(table_default(r, path, "moe_fp8_dispatch", nums))
-    if moe_fp8_dispatch and precision != "fp8":
+    if moe_fp8_dispatch and precision != "fp8" and not r.failed_under(join(path, "precision")):
         r.error(
             join(path, "moe_fp8_dispatch"),
             f"needs training.precision fp8 (the tokens are dispatched as the FP8 GEMMs' inputs), not {precision}",

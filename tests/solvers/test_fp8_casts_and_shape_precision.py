@@ -5,15 +5,17 @@ dimension, fitted to FP8 kernels, scales with the precision's peak."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers import effects, solve
+from solvers import effects, resolve, solve
 from solvers.catalog.accelerators import ACCELERATORS
-from solvers.specs import ModelSpec, MoESpec
+from solvers.published import load_example
+from solvers.specs import EffectsSpec, ModelSpec, MoESpec
 
 LLAMA3_8B = ModelSpec(
     name="Llama 3 8B",
@@ -89,37 +91,92 @@ def test_routed_copies_are_cast_per_expert_and_gathered_copies_count_etp_over_tp
     assert f_fold == q / 2 + 2 * 0.5 * (6144 + 16384)
 
 
-@settings(max_examples=40, deadline=None)
-@given(tokens=st.integers(1, 1 << 20), scale=st.integers(2, 16), full=st.booleans())
-def test_cast_time_is_linear_in_tokens(tokens: int, scale: int, full: bool) -> None:
-    elements = _elements(MIXTRAL, tp=2, expert_tp=2, expert_gather=True, sequence_parallel=True)
-    one = effects.fp8_cast_time_s(
-        elements=elements, token_layers=tokens, full_recompute=full, hbm_bytes_s=3e12
-    )
-    more = effects.fp8_cast_time_s(
-        elements=elements, token_layers=tokens * scale, full_recompute=full, hbm_bytes_s=3e12
-    )
-    assert one > 0.0
-    assert more == pytest.approx(one * scale, rel=1e-12)
+def test_multi_head_latent_attention_casts_its_own_widths() -> None:
+    """DeepSeek-V3's attention at tp 1 (the preset's MLA: latents 1,536 and 512 + 64, 128 heads of 128 + 64 and
+    128): the down-projections' inputs and the output projection's forward (30,720); the latents', the
+    up-projections' and the projection's gradients backward (66,624). Against the same model with one
+    attention head of width h (forward h, backward q + 2 kv + h = 4h) only the attention part differs."""
+    deepseek = resolve(load_example("deepseek-v3-2048xh800.yaml")).model
+    assert deepseek.mla is not None
+    forward, backward = _elements(deepseek)
+    one_head = dataclasses.replace(deepseek, mla=None, heads=1, kv_heads=1, head_dim=None)
+    plain_fwd, plain_bwd = _elements(one_head)
+    assert forward - plain_fwd == pytest.approx((2 * 7168 + 16384) - 7168)
+    assert backward - plain_bwd == pytest.approx((1536 + 576 + 24576 + 32768 + 7168) - 4 * 7168)
 
 
-def test_the_half_dimension_scales_with_the_precision_peak() -> None:
+def test_fp8_dispatch_quantises_each_token_once_not_each_copy() -> None:
+    """Dispatched in FP8 (DeepSeek-V3 §3.3.2) a token's hidden vector is cast once before the dispatch and its
+    gradient once before the combine's backward: h/tp each, not top_k copies of h."""
+    copies_fwd, copies_bwd = _elements(MIXTRAL, tp=2, expert_tp=2, expert_gather=True)
+    token_fwd, token_bwd = _elements(MIXTRAL, tp=2, expert_tp=2, expert_gather=True, fp8_dispatch=True)
+    assert copies_fwd - token_fwd == pytest.approx(2 * 6144 - 6144 / 2)
+    assert copies_bwd - token_bwd == pytest.approx(2 * 6144 - 6144 / 2)
+    assert _elements(LLAMA3_8B, fp8_dispatch=True) == _elements(LLAMA3_8B)  # no experts, nothing dispatched
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    tp=st.sampled_from([1, 2, 4]),
+    microbatch=st.sampled_from([1, 2]),
+    sequence_parallel=st.booleans(),
+    recompute=st.sampled_from(["none", "selective", "full"]),
+)
+def test_the_casts_lengthen_every_fp8_layout_and_no_bf16_one(
+    tp: int, microbatch: int, sequence_parallel: bool, recompute: str
+) -> None:
+    layout = {
+        "tp": tp,
+        "microbatch_seqs": microbatch,
+        "sequence_parallel": sequence_parallel and tp > 1,
+        "recompute": recompute,
+    }
+    fp8 = [_step(_plan("fp8", flag, False, layout=layout))["step_s"] for flag in (True, False)]
+    assert fp8[0] > fp8[1]
+    bf16 = [_step(_plan("bf16", flag, False, layout=layout)) for flag in (True, False)]
+    assert bf16[0] == bf16[1]
+
+
+def test_the_half_dimension_scales_with_the_rate_against_the_fp8_rate() -> None:
     h100 = ACCELERATORS["h100-sxm"]["peak_tflops"]
-    bf16 = effects.precision_half_dim(half=99.8, peak=h100["bf16"], peak_fp8=h100["fp8"])
-    assert bf16 == pytest.approx(99.8 * h100["bf16"] / h100["fp8"])
-    assert effects.precision_half_dim(half=99.8, peak=h100["fp8"], peak_fp8=h100["fp8"]) == 99.8
-    # without an FP8 peak (Ampere, Volta) the curve keeps the fitted half
-    assert effects.precision_half_dim(half=99.8, peak=312.0, peak_fp8=0.0) == 99.8
+    bf16, fp8 = h100["bf16"] * 0.67, h100["fp8"] * 0.67 * 0.9
+    assert effects.precision_half_dim(half=99.8, rate=bf16, rate_fp8=fp8) == pytest.approx(99.8 * bf16 / fp8)
+    assert effects.precision_half_dim(half=99.8, rate=bf16, rate_fp8=fp8) == pytest.approx(55.4, abs=0.05)
+    # an FP8 GEMM keeps the fitted half exactly, whatever its value
+    for half in (99.775, 97.3, 101.1, 0.1):
+        assert effects.precision_half_dim(half=half, rate=fp8, rate_fp8=fp8) == half
+    # without an FP8 rate (Ampere, Volta; FP32, not a tensor-core kernel) the curve keeps the fitted half
+    assert effects.precision_half_dim(half=99.8, rate=312.0, rate_fp8=0.0) == 99.8
+    spec = EffectsSpec(shape_by_precision=True, shape_half_dim=99.8, fp8_rate_factor=0.9)
+    rates = [
+        effects.gemm_rates(
+            peak_tflops=h100,
+            precision=precision,
+            efficiency=0.67,
+            default_factor=1.0,
+            fp8_default_factor=0.675,
+            fx=spec,
+            bf16_islands=False,
+        )
+        for precision in ("fp32", "bf16")
+    ]
+    assert rates[0].half == 99.8 and rates[1].half == pytest.approx(99.8 * bf16 / fp8)
 
 
-def _plan(precision: str, fp8_casts: bool, shape_by_precision: bool, **switches: bool) -> dict[str, Any]:
+def _plan(
+    precision: str,
+    fp8_casts: bool,
+    shape_by_precision: bool,
+    layout: dict[str, Any] | None = None,
+    **switches: bool,
+) -> dict[str, Any]:
     """Llama 3 8B on 16 H100 at 8K tokens, with the switches as given (every other effect on)."""
     return {
         "model": {"preset": "llama3-8b"},
         "cluster": {"node": "dgx-h100", "gpus": 16},
         "training": {
             "seq_len": 8192, "global_batch_seqs": 64, "precision": precision,
-            "layout": {"tp": 1, "pp": 1, "microbatch_seqs": 1},
+            "layout": {"tp": 1, "pp": 1, "microbatch_seqs": 1, **(layout or {})},
             "efficiency": {
                 "effects": {"fp8_casts": fp8_casts, "shape_by_precision": shape_by_precision, **switches}
             },

@@ -191,6 +191,11 @@ def test_bad_routing_fields_name_the_field_and_the_rule(
     assert words in errors[path], errors[path]
 
 
+def test_an_fp8_dispatch_under_a_refused_precision_names_the_precision_alone() -> None:
+    errors = _errors(_with_training(load_example(DEEPSEEK), moe_fp8_dispatch=True, precision="int4"))
+    assert "training.precision" in errors and "training.moe_fp8_dispatch" not in errors, errors
+
+
 def test_a_node_limit_below_one_is_refused() -> None:
     doc = load_example(DEEPSEEK)
     doc["model"] = {"preset": "deepseek-v3", "moe": {"max_nodes_per_token": 0}}
