@@ -92,9 +92,10 @@ Each effect has a switch (``training.efficiency.effects.<name>``, on by default 
   constant.
 * ``shape_by_precision``: ``d_half`` is fitted to FP8 kernels (``solvers.gemm_shape``). A GEMM's fixed costs
   (launch, prologue and epilogue, the last partial wave) take the same time at any precision while its math
-  takes ``1 / peak``, so the dimension at which it reaches half its plateau scales with the peak: ``d_half x
-  peak / peak_fp8`` on the same accelerator (BF16 on H100: 49.9 for 99.8), the fitted one where the
-  accelerator has no FP8 peak. The attention core, BF16 in FP8 training, takes the BF16 value. No constant.
+  takes ``1 / rate``, so the dimension at which it reaches half its plateau scales with the large-GEMM rate:
+  ``d_half x rate / rate_fp8`` on the same accelerator (BF16 on H100 at the fitted constants: about 55 for
+  99.8), on tensor-core precisions only (FP32 GEMMs, and an accelerator without an FP8 peak, keep the fitted
+  one). The attention core, BF16 in FP8 training, takes its BF16 rate's. No constant.
 * ``attention_kernels``: with fused attention, the attention core runs at the ``attention_core`` rate times its
   implementation's published forward-and-backward rate over FlashAttention-2's
   (``solvers.catalog.attention_kernels``: FlashAttention-3 paper, H100, cuDNN 1.62, FlashAttention-3 1.77), on

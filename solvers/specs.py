@@ -301,9 +301,9 @@ class EffectsSpec:
         "bandwidth; no constant"
     )
     shape_by_precision: bool = _switch(
-        "the matrix-shape curve's half-rate dimension, fitted to FP8 kernels, scales with the precision's peak "
-        "over the FP8 peak of the accelerator (a GEMM's fixed costs take the same time at any precision: at "
-        "BF16 half the dimension reaches the same share of the plateau); no constant"
+        "the matrix-shape curve's half-rate dimension, fitted to FP8 kernels, scales with the large-GEMM rate "
+        "over the accelerator's FP8 rate on tensor-core precisions (a GEMM's fixed costs take the same time at "
+        "any precision: at a lower rate a smaller dimension reaches the same share of the plateau); no constant"
     )
     shape_half_dim: float = 0.0  # GEMM dimension at which the saturating curve reaches half its plateau
     jitter: float = 0.0  # relative standard deviation of one rank's step time (straggler term)

@@ -1,6 +1,6 @@
 """The ``fp8_casts`` and ``shape_by_precision`` effects (solvers.effects; docs/CONVENTIONS.md, "Step effects"):
 FP8 training quantises GEMM inputs and output gradients through HBM, and the matrix-shape curve's half-rate
-dimension, fitted to FP8 kernels, scales with the precision's peak."""
+dimension, fitted to FP8 kernels, scales with the large-GEMM rate against the FP8 rate."""
 
 from __future__ import annotations
 
