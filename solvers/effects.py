@@ -418,15 +418,16 @@ def gemm_rates(
     bf16_islands: bool,
 ) -> GemmRates:
     """The peak at ``precision`` (BF16's where the accelerator lists none), the large-GEMM rate ``peak x
-    efficiency x factor`` (the fitted ``fp8_rate_factor`` in FP8 training, else ``default_factor``), the BF16
-    rate of the BF16 islands of FP8 training (``fp8_scope``: ``bf16_rate``; else the rate), and ``d_half`` at the
-    rate of the GEMMs and of the attention core (``shape_by_precision``: ``precision_half_dim`` against the FP8
-    rate, ``fp8_rate_factor`` or ``fp8_default_factor``, on tensor-core precisions; the core at the BF16 rate in
-    FP8 training). Example: H100, FP8, efficiency 0.68, factor 0.87, islands: peaks 1,979 and 989 TFLOP/s,
-    rates 1,171 and 673 TFLOP/s, d_half 99.8 and 99.8 x 673 / 1,171 = 57.4."""
+    efficiency x factor`` (in FP8 training the fitted ``fp8_rate_factor``, else ``fp8_default_factor``; in other
+    precisions ``default_factor``), the BF16 rate of the BF16 islands of FP8 training (``fp8_scope``:
+    ``bf16_rate``; else the rate), and ``d_half`` at the rate of the GEMMs and of the attention core
+    (``shape_by_precision``: ``precision_half_dim`` against the FP8 rate, on tensor-core precisions; the core at
+    the BF16 rate in FP8 training). Example: H100, FP8, efficiency 0.68, factor 0.87, islands: peaks 1,979 and
+    989 TFLOP/s, rates 1,171 and 673 TFLOP/s, d_half 99.8 and 99.8 x 673 / 1,171 = 57.4."""
     peak = peak_tflops.get(precision, peak_tflops.get("bf16", 1.0)) * TFLOPS
     peak_bf16 = peak_tflops.get("bf16", peak_tflops.get(precision, 1.0)) * TFLOPS
-    factor = fx.fp8_rate_factor if precision == "fp8" and fx.fp8_rate_factor > 0.0 else default_factor
+    fp8_factor = fx.fp8_rate_factor if fx.fp8_rate_factor > 0.0 else fp8_default_factor
+    factor = fp8_factor if precision == "fp8" else default_factor
     rate = peak * efficiency * factor
     rate_bf16 = (
         bf16_rate(rate=rate, precision_factor=factor, peak=peak, peak_bf16=peak_bf16)
@@ -435,7 +436,6 @@ def gemm_rates(
     )
     rate_fp8 = 0.0
     if fx.shape_by_precision and precision in TENSOR_CORE_PRECISIONS:
-        fp8_factor = fx.fp8_rate_factor if fx.fp8_rate_factor > 0.0 else fp8_default_factor
         rate_fp8 = peak_tflops.get("fp8", 0.0) * TFLOPS * efficiency * fp8_factor
     half = precision_half_dim(half=fx.shape_half_dim, rate=rate, rate_fp8=rate_fp8)
     core_half = precision_half_dim(half=fx.shape_half_dim, rate=rate_bf16, rate_fp8=rate_fp8)

@@ -200,3 +200,13 @@ ACCELERATORS: dict[str, dict[str, Any]] = {
         },
     },
 }
+
+KEY_BY_NAME: dict[str, str] = {str(spec["name"]): key for key, spec in ACCELERATORS.items()}
+"""Catalog key by display name (what a resolved ``AcceleratorSpec`` carries)."""
+
+
+def catalog_key(accelerator: str) -> str:
+    """The catalog key of a catalog key or display name; the string itself for any other accelerator.
+
+    Example: ``catalog_key("gb300")`` and ``catalog_key(ACCELERATORS["gb300"]["name"])`` -> "gb300"."""
+    return KEY_BY_NAME.get(accelerator, accelerator)

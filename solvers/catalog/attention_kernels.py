@@ -39,7 +39,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Final
 
-from solvers.catalog.accelerators import ACCELERATORS
+from solvers.catalog.accelerators import catalog_key
 
 __all__ = [
     "ATTENTION_KERNELS",
@@ -103,16 +103,13 @@ def attention_kernel_ratio(kernel: str, family: str | None) -> float:
     return training_tflops(kernel) / training_tflops(REFERENCE_KERNEL)
 
 
-_KEY_BY_NAME: Final = MappingProxyType({str(spec["name"]): key for key, spec in ACCELERATORS.items()})
-
-
 def generation_ratio(accelerator: str) -> float:
     """The attention core's training rate on ``accelerator`` (a catalog key or display name) over the
     accelerator its benchmark compares it with (``GENERATION_MS``); 1 for every other one.
 
     Example: ``generation_ratio("gb300")`` -> 5.524 / 5.017 = 1.101; ``generation_ratio("gb200")`` -> 1.0.
     """
-    entry = GENERATION_MS.get(_KEY_BY_NAME.get(accelerator, accelerator))
+    entry = GENERATION_MS.get(catalog_key(accelerator))
     if entry is None:
         return 1.0
     _, reference, measured = entry

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from solvers.catalog.accelerators import ACCELERATORS
+from solvers.catalog.accelerators import catalog_key
 
 FITTED_FILE = Path(__file__).resolve().parent / "fitted_calibration.json"
 
@@ -39,10 +39,6 @@ FAMILY: dict[str, str] = {
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(FAMILY.values()))
 """The calibration families, in the table's order (each has one fitted large-GEMM efficiency)."""
 
-FAMILY_BY_NAME: dict[str, str] = {
-    str(ACCELERATORS[key]["name"]): family for key, family in FAMILY.items() if key in ACCELERATORS
-}
-"""The same by the accelerator's display name (what a resolved ``AcceleratorSpec`` carries)."""
 
 CONSTANTS: tuple[str, ...] = (
     "shape_half_dim",
@@ -75,7 +71,7 @@ def fitted_constant(name: str) -> float:
 
 def family_of(accelerator: str) -> str | None:
     """The calibration family of a catalog key or display name; None for any other accelerator."""
-    return FAMILY.get(accelerator) or FAMILY_BY_NAME.get(accelerator)
+    return FAMILY.get(catalog_key(accelerator))
 
 
 def fitted_efficiency(accelerator: str, legacy: float) -> float:
@@ -84,7 +80,7 @@ def fitted_efficiency(accelerator: str, legacy: float) -> float:
 
     Example: an H800 -> the Hopper family's figure; an MI300X -> 0.42 unchanged.
     """
-    family = FAMILY.get(accelerator) or FAMILY_BY_NAME.get(accelerator)
+    family = FAMILY.get(catalog_key(accelerator))
     table = FITTED["compute_efficiency"]
     if family is not None:
         return float(table.get(family, table["hopper"]))
