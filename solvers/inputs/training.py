@@ -14,7 +14,6 @@ from solvers.catalog.attention_kernels import KERNEL_FAMILIES
 from solvers.catalog.fitted import CONSTANTS as FITTED_CONSTANTS
 from solvers.catalog.fitted import FITTED_SOURCE, family_of, fitted_constant, fitted_efficiency
 from solvers.inputs import fields
-from solvers.inputs.fields import MAX_GPUS
 from solvers.inputs.layout import parse_layout
 from solvers.inputs.reader import (
     SCENARIO,
@@ -27,6 +26,7 @@ from solvers.inputs.reader import (
     row_defaults,
     table_default,
 )
+from solvers.inputs.rows import MAX_GPUS
 from solvers.specs import (
     EFFECT_SWITCHES,
     PRECISIONS,

@@ -51,7 +51,7 @@ def test_integers_beyond_2_53_are_refused(world: World) -> None:
 
 
 def test_solver_limits_are_named_in_the_400(world: World) -> None:
-    from solvers.inputs.fields import MAX_GPUS
+    from solvers.inputs.rows import MAX_GPUS
 
     doc = {**f.CLUSTER_DOC, "gpus": MAX_GPUS * 2}
     response = world.alice.client.post("/api/v1/clusters/", {"name": "big", "document": doc}, format="json")

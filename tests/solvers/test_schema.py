@@ -12,7 +12,7 @@ from solvers import inputs
 from solvers.canonical import canonical_hash
 from solvers.catalog import ACCELERATORS, MODELS, REGIONS, fabric_entry
 from solvers.errors import FieldError, ScenarioError
-from solvers.inputs import fields, resolve, transformer_params, validate_part
+from solvers.inputs import fields, resolve, rows, transformer_params, validate_part
 from solvers.inputs.training import DEFAULT_BATCH_TOKENS
 from solvers.ledger_defaults import DEFAULTS
 
@@ -81,7 +81,7 @@ def test_unknown_catalog_key_suggests_the_close_one() -> None:
         ("layers", True, "must be an integer, got boolean"),
         ("layers", 80.5, "must be an integer"),
         ("layers", 0, "must be >= 1"),
-        ("layers", fields.MAX_LAYERS + 1, "must be <= 1,000"),
+        ("layers", rows.MAX_LAYERS + 1, "must be <= 1,000"),
         ("hidden", float("nan"), "must be finite"),
         ("hidden", float("inf"), "must be finite"),
         ("params", -1.0, "must be >= 1"),
@@ -97,13 +97,13 @@ def test_model_numbers_are_checked(field: str, value: object, fragment: str) -> 
 
 def test_gpu_limit_is_the_named_constant() -> None:
     doc = base_doc()
-    doc["cluster"]["gpus"] = fields.MAX_GPUS + 8
+    doc["cluster"]["gpus"] = rows.MAX_GPUS + 8
     errors = errors_of(doc)
     assert errors[0].path == "cluster.gpus"
-    assert f"{fields.MAX_GPUS:,}" in errors[0].message
-    assert fields.MAX_GPUS == 1_048_576
-    assert fields.MAX_SEQ_LEN == 10_000_000
-    assert fields.MAX_HIDDEN == 1_000_000
+    assert f"{rows.MAX_GPUS:,}" in errors[0].message
+    assert rows.MAX_GPUS == 1_048_576
+    assert rows.MAX_SEQ_LEN == 10_000_000
+    assert rows.MAX_HIDDEN == 1_000_000
 
 
 def test_every_error_is_collected_not_just_the_first() -> None:
@@ -556,7 +556,7 @@ def test_json_schema_accepts_every_example_and_resolved_document(json_validator)
     [
         {"modle": {}},
         {"model": {"preset": "llama3-40b"}},
-        {"cluster": {"gpus": fields.MAX_GPUS + 1}},
+        {"cluster": {"gpus": rows.MAX_GPUS + 1}},
         {"training": {"layout": "automatic"}},
         {"training": {"layout": {"schedule": "1F1B"}}},
         {"site": {"pue": 0.9}},
