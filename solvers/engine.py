@@ -55,7 +55,6 @@ hidden at 0.9: compute 5.29 s, bubble 0.62 s, exposed TP 0.67 s, DP 0.15 s, PP 0
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -68,72 +67,19 @@ from solvers.compute import Num, clip, maximum, minimum, where
 from solvers.effects import TFLOPS
 from solvers.layout import Layout
 from solvers.layout_rules import check_layouts, layout_rule_codes, rule_masks, rule_message
-from solvers.specs import BoolArray, ClusterSpec, FloatArray, IntArray, LayoutBatch, ModelSpec, TrainingSpec
+from solvers.specs import ClusterSpec, LayoutBatch, ModelSpec, TrainingSpec
+from solvers.step_columns import (
+    DTYPES,
+    FIELD_NAMES,
+    FLOAT_NAMES,
+    PLAIN_TYPES,
+    ROW_TYPES,
+    StepColumns,
+    column,
+)
 
 # The rules live in solvers.layout_rules; the engine is where callers have always found them.
 __all__ = ["StepColumns", "check_layouts", "evaluate", "evaluate_one", "layout_rule_codes"]
-
-
-@dataclass(frozen=True)
-class StepColumns:
-    """Every figure of a step for N layouts; each field is a numpy array of length N (float64 unless noted).
-
-    ``microbatches`` (int64) per DP replica per step; ``model_flops_per_token`` PaLM convention;
-    ``compute_s`` the busiest GPU's math (recompute and elementwise work included); ``comm_s_<dim>`` each
-    exchange alone on the busiest GPU and ``exposed_comm_s_<dim>`` what overlap leaves; ``bubble_s`` and
-    ``bubble_fraction = bubble / (compute + bubble)``; ``step_s``, ``tokens_per_s``; ``mfu``/``hfu`` against
-    the dense peak at the training precision and ``mfu_bf16`` against BF16; ``bytes_per_gpu_<dim>`` the mean
-    bytes a GPU sends per step; ``nic_duty_cycle`` and ``burst_bytes`` (seed 004 §5.6); memory per GPU in
-    bytes with ``fits`` (bool) against ``capacity_bytes``; ``gpu_busy_fraction = compute_s / step_s``;
-    ``roofline_bound`` (bool) when a per-GPU GEMM is HBM-bound.
-    """
-
-    microbatches: IntArray
-    model_flops_per_token: FloatArray
-    compute_s: FloatArray
-    comm_s_tp: FloatArray
-    comm_s_cp: FloatArray
-    comm_s_pp: FloatArray
-    comm_s_dp: FloatArray
-    comm_s_ep: FloatArray
-    exposed_comm_s_tp: FloatArray
-    exposed_comm_s_cp: FloatArray
-    exposed_comm_s_pp: FloatArray
-    exposed_comm_s_dp: FloatArray
-    exposed_comm_s_ep: FloatArray
-    bubble_s: FloatArray
-    bubble_fraction: FloatArray
-    step_s: FloatArray
-    tokens_per_s: FloatArray
-    mfu: FloatArray
-    mfu_bf16: FloatArray
-    hfu: FloatArray
-    bytes_per_gpu_tp: FloatArray
-    bytes_per_gpu_cp: FloatArray
-    bytes_per_gpu_pp: FloatArray
-    bytes_per_gpu_dp: FloatArray
-    bytes_per_gpu_ep: FloatArray
-    nic_duty_cycle: FloatArray
-    burst_bytes: FloatArray
-    weights_bytes: FloatArray
-    grads_bytes: FloatArray
-    optimizer_bytes: FloatArray
-    activations_bytes: FloatArray
-    total_bytes: FloatArray
-    capacity_bytes: FloatArray
-    fits: BoolArray
-    gpu_busy_fraction: FloatArray
-    roofline_bound: BoolArray
-
-    def __len__(self) -> int:
-        return int(self.step_s.shape[0])
-
-    def row(self, i: int) -> dict[str, float | int | bool]:
-        """Layout ``i`` as python scalars (int for ``microbatches``, bool for ``fits``/``roofline_bound``)."""
-        return {name: getattr(self, name)[i].item() for name in _FIELD_NAMES}
-
-
-_FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(StepColumns))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -154,14 +100,14 @@ def evaluate(
     if len(layouts) == 1:
         values = _step(model=model, cluster=cluster, training=training, lay=Layout.of(layouts))
         # One array for every float column; each field is a length-1 view of it (cheaper than 36 arrays).
-        floats = np.array([float(values[name]) for name in _FLOAT_NAMES], dtype=np.float64).reshape(-1, 1)
-        columns: dict[str, Any] = {name: floats[j] for j, name in enumerate(_FLOAT_NAMES)}
+        floats = np.array([float(values[name]) for name in FLOAT_NAMES], dtype=np.float64).reshape(-1, 1)
+        columns: dict[str, Any] = {name: floats[j] for j, name in enumerate(FLOAT_NAMES)}
         columns["microbatches"] = np.array([int(values["microbatches"])], dtype=np.int64)
         columns["fits"] = np.array([bool(values["fits"])], dtype=np.bool_)
         columns["roofline_bound"] = np.array([bool(values["roofline_bound"])], dtype=np.bool_)
         return StepColumns(**columns)
     values = _step(model=model, cluster=cluster, training=training, lay=layouts)
-    return StepColumns(**{name: _column(values[name], _DTYPES[name], len(layouts)) for name in _FIELD_NAMES})
+    return StepColumns(**{name: column(values[name], DTYPES[name], len(layouts)) for name in FIELD_NAMES})
 
 
 def evaluate_one(
@@ -178,36 +124,11 @@ def evaluate_one(
         if bad:
             return None, rule_message(index + 1, layout, model=model, cluster=cluster, training=training)
     values = _step(model=model, cluster=cluster, training=training, lay=layout)
-    # _step lists _FIELD_NAMES in order (tests/solvers/test_vectorised_consistency.py checks it)
-    if tuple(map(type, values.values())) == _ROW_TYPES:
+    # _step lists FIELD_NAMES in order (tests/solvers/test_vectorised_consistency.py checks it)
+    if tuple(map(type, values.values())) == ROW_TYPES:
         return values, None  # already python scalars of the row's types (the usual case)
-    row: dict[str, float | int | bool] = {name: plain(values[name]) for name, plain in _PLAIN_TYPES}
+    row: dict[str, float | int | bool] = {name: plain(values[name]) for name, plain in PLAIN_TYPES}
     return row, None
-
-
-def _column(value: Num, dtype: type, n: int) -> np.ndarray:
-    """``value`` as a length-``n`` array of ``dtype`` (constants are broadcast into a fresh array)."""
-    array: np.ndarray = np.asarray(value, dtype=dtype)
-    if array.shape == (n,):
-        return array
-    return np.broadcast_to(array, (n,)).copy()
-
-
-_DTYPES: dict[str, type] = {
-    name: (
-        np.int64 if name == "microbatches" else np.bool_ if name in ("fits", "roofline_bound") else np.float64
-    )
-    for name in _FIELD_NAMES
-}
-
-_PLAIN_TYPES: tuple[tuple[str, type], ...] = tuple(
-    (name, float if kind is np.float64 else int if kind is np.int64 else bool)
-    for name, kind in _DTYPES.items()
-)
-
-_ROW_TYPES: tuple[type, ...] = tuple(plain for _, plain in _PLAIN_TYPES)
-
-_FLOAT_NAMES: tuple[str, ...] = tuple(name for name in _FIELD_NAMES if _DTYPES[name] is np.float64)
 
 
 def _step(
