@@ -128,6 +128,19 @@ def active_expert_params(*, model: ModelSpec) -> float:
     return float(min((moe.moe_layers + model.mtp_layers) * moe.top_k * per_expert, model.active_params))
 
 
+def shared_expert_params(*, model: ModelSpec) -> float:
+    """Shared-expert parameters every token touches: ``(moe_layers + mtp_layers) * shared * matrices * h * h_e``.
+
+    Example: Qwen2-57B-A14B (one 20,480-wide shared expert, written as 8 of 2,560), 28 x 8 x 3 x 3,584 x 2,560 =
+    6.17e9; DeepSeek-V3 (one of 2,048) 58 x 3 x 7,168 x 2,048 = 2.55e9 (59 x ... with its MTP module).
+    """
+    moe = model.moe
+    if moe is None:
+        return 0.0
+    per_expert = mlp_matrices(model=model) * model.hidden * moe.expert_ffn_hidden
+    return float((moe.moe_layers + model.mtp_layers) * moe.shared_experts * per_expert)
+
+
 def head_dim(*, model: ModelSpec) -> float:
     """The width of one query (and key/value) head of multi-head or grouped-query attention: ``model.head_dim``
     where stated, else ``h / heads`` (Vaswani et al. 2017 §3.2.2). Models such as Qwen3 and Gemma decouple it

@@ -30,7 +30,8 @@ pass, and FP8 training runs the attention core and the output layer at the BF16 
 Overlap windows (hidden communication never exceeds the compute it hides behind, seed 004 §5.4): TP and PP
 hide behind the whole step's compute (MegaScale §3.2: TP/SP collectives fused with the neighbouring GEMMs,
 pipeline sends posted asynchronously); CP behind the attention compute (ring/all-gather K/V overlapped
-with attention blocks); EP behind the MoE layers' compute (DualPipe pairs, MegaScale-MoE §4); DP behind one
+with attention blocks); EP behind the MoE layers' compute (DualPipe pairs, MegaScale-MoE §4), and with
+``training.moe_shared_expert_overlap`` what is left of it behind the shared experts' math; DP behind one
 microbatch's compute (gradients final only in the last one's backward, weights needed in the first one's
 forward: MegaScale §3.2), or for ZeRO-3 with ``zero3_exchange: every_microbatch`` behind each microbatch's.
 
@@ -502,6 +503,14 @@ def _step(
             schedule=schedule, pp=pp, microbatches=m, virtual_stages=lay.virtual_stages
         )
     hidden_ep = minimum(ov.ep * (1.0 - unpaired) * ep_x.time_s, compute_s * moe_share)
+    if training.moe_shared_expert_overlap and moe is not None:
+        # the shared experts' math on its own stream, beside each MoE layer's all-to-alls (every pass)
+        shared_s = (
+            hw_flops_gpu * 6.0 * compute.shared_expert_params(model=model) / flops_per_token / dense_rate
+        )
+        hidden_ep = hidden_ep + exchanges.shared_expert_hidden_s(
+            exposed_s=ep_x.time_s - hidden_ep, shared_math_s=shared_s
+        )
     # Together the hidden exchanges never exceed the compute they hide behind either: each window above is a
     # share of the same compute, so when their sum would pass it every hidden share shrinks in proportion
     # (else extra compute, such as recomputation, could shorten a communication-bound step); 1.0 uncapped.

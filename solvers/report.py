@@ -101,7 +101,8 @@ _ROUTING_FIELDS = tuple(name for name in TABLE.keys("training") if name.startswi
 def _routing_warnings(resolved: Resolved, layout: LayoutBlock) -> list[str]:
     """What a report should say about how routed tokens are priced (docs/CONVENTIONS.md, "MoE dispatch across
     nodes" and "Expert load"): a default dispatch under a node-limited router whose experts span nodes, routing
-    fields on a model without experts, and a capacity that drops tokens even at an even load."""
+    fields on a model without experts, a shared-expert overlap without shared experts, and a capacity that drops
+    tokens even at an even load."""
     moe, training = resolved.model.moe, resolved.training
     if moe is None:
         stated = [f"training.{name}" for name in _ROUTING_FIELDS if _stated(resolved, f"training.{name}")]
@@ -119,6 +120,11 @@ def _routing_warnings(resolved: Resolved, layout: LayoutBlock) -> list[str]:
             f"(model.moe.max_nodes_per_token) and the {layout['ep']} expert ranks span nodes, but each routed copy "
             "is priced across the NIC on its own (per_expert, the default); a dispatcher that sends one copy per "
             "node and forwards it over the scale-up link (DeepSeek-V3 §3.2.2, DeepEP) is per_node"
+        )
+    if training.moe_shared_expert_overlap and not moe.shared_experts:
+        out.append(
+            "training.moe_shared_expert_overlap: the model has no shared experts (model.moe.shared_experts is 0), "
+            "so this changes nothing"
         )
     capacity = training.moe_capacity_factor
     if capacity is not None and capacity < 1.0:

@@ -160,6 +160,7 @@ def parse_training(
     moe_pad_to_capacity = bool(table_default(r, path, "moe_pad_to_capacity", nums))
     moe_force_balance = bool(table_default(r, path, "moe_force_balance", nums))
     moe_fp8_dispatch = bool(table_default(r, path, "moe_fp8_dispatch", nums))
+    moe_shared_expert_overlap = bool(table_default(r, path, "moe_shared_expert_overlap", nums))
     if moe_fp8_dispatch and precision != "fp8" and not r.failed_under(join(path, "precision")):
         r.error(
             join(path, "moe_fp8_dispatch"),
@@ -274,6 +275,7 @@ def parse_training(
         moe_pad_to_capacity=moe_pad_to_capacity,
         moe_force_balance=moe_force_balance,
         moe_fp8_dispatch=moe_fp8_dispatch,
+        moe_shared_expert_overlap=moe_shared_expert_overlap,
         effects=effects,
     )
     doc = {
@@ -292,6 +294,7 @@ def parse_training(
         "moe_pad_to_capacity": moe_pad_to_capacity,
         "moe_force_balance": moe_force_balance,
         "moe_fp8_dispatch": moe_fp8_dispatch,
+        "moe_shared_expert_overlap": moe_shared_expert_overlap,
         "layout": "auto" if auto else dict(layouts[0]),
         "efficiency": {"compute": efficiency, "overlap": overlap, "effects": switches},
         "checkpoint": checkpoint,

@@ -211,6 +211,13 @@ TRAINING_FIELDS: tuple[Field, ...] = (
         "dispatchers: moe_dispatch_fwd_dtype 'bf16'); true = in FP8, 1 byte an element, the combine in BF16 "
         "(DeepSeek-V3 §3.3.2); needs training.precision fp8",
     ),
+    flag(
+        "training.moe_shared_expert_overlap",
+        default=False,
+        source="convention: the shared experts run in series with the routed tokens' all-to-alls (Megatron-Core's "
+        "default); true = on their own stream beside the dispatch and the combine (moe_shared_expert_overlap), "
+        "hiding up to their math of the exchange; nothing to hide without shared experts",
+    ),
     *_LAYOUT_FIELDS,
     obj("training.efficiency"),
     num("training.efficiency.compute", 0, 1, "fraction", excl=True, nullable=True),

@@ -188,6 +188,13 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
         ),
         # the preset's multi-token-prediction module (model.mtp_layers 1) on the last stage
         ("deepseek-v3-mtp-effects", DEEPSEEK_V3_MTP, ds_cluster, dataclasses.replace(ds_tr, effects=effects)),
+        # the shared expert beside the all-to-alls, on top of the EP overlap share
+        (
+            "deepseek-v3-mtp-effects-shared-expert-overlap",
+            DEEPSEEK_V3_MTP,
+            ds_cluster,
+            dataclasses.replace(ds_tr, effects=effects, moe_shared_expert_overlap=True),
+        ),
         (
             "deepseek-v3-mtp-effects-even-split",
             DEEPSEEK_V3_MTP,
