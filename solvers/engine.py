@@ -217,8 +217,8 @@ def _step(
         # kernels), at the curve of its s/cp blocks (context_parallel), at BF16 in FP8 training (fp8_scope).
         core_rate = rate_bf16 * (fx.attention_rate_factor if fx.attention_core else 1.0)
         if fx.attention_core and fx.attention_kernels and training.fused_attention is not False:
-            kernel = attention_kernel_ratio(training.attention_kernel, family_of(acc.name))
-            core_rate = core_rate * kernel * generation_ratio(acc.name)
+            kernel = attention_kernel_ratio(training.attention_kernel, family_of(acc.catalog_ref))
+            core_rate = core_rate * kernel * generation_ratio(acc.catalog_ref)
         if fx.context_parallel:
             core_rate = core_rate * effects.saturation(s / cp, core_half)
         attention_extra = hw_flops_gpu * attention_core_share * (1.0 / core_rate - 1.0 / dense_rate)

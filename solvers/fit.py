@@ -137,7 +137,7 @@ def prepare(corpus: Corpus, *, effects: bool | dict[str, bool] = True) -> list[P
             raise ValueError(f"corpus run '{run.id}': the scenario must give its layout")
         given = "compute" in ((run.scenario.get("training") or {}).get("efficiency") or {})
         acc = resolved.cluster.accelerator
-        family = None if given else family_of(acc.name)
+        family = None if given else family_of(acc.catalog_ref)
         out.append(
             Prepared(
                 run=run,

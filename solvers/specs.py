@@ -159,10 +159,21 @@ class AcceleratorSpec:
     unit_price_usd: float
     embodied_kgco2e: float
     compute_efficiency: float  # fraction of dense peak that large GEMMs reach in training
+    # The catalog preset it came from (``cluster.accelerator.preset``), whatever its display name; None for a
+    # custom accelerator or a spec built by hand.
+    catalog_key: str | None = None
 
     def __post_init__(self) -> None:
         if type(self.peak_tflops) is not PeakTflops:  # a dict given by a caller becomes immutable
             object.__setattr__(self, "peak_tflops", PeakTflops(self.peak_tflops))
+
+    @property
+    def catalog_ref(self) -> str:
+        """What the catalog's per-accelerator tables look it up by (``solvers.catalog.accelerators.catalog_key``
+        takes a key or a display name): its preset key when it has one, so that a preset renamed in a scenario
+        keeps its calibration family and attention gain, else its name (a spec built by hand with a catalog
+        name is found by that name)."""
+        return self.catalog_key or self.name
 
 
 @dataclass(frozen=True)

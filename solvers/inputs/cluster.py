@@ -151,8 +151,11 @@ def _parse_accelerator(
         unit_price_usd=values["unit_price_usd"],
         embodied_kgco2e=values["embodied_kgco2e"],
         compute_efficiency=values["compute_efficiency"],
+        catalog_key=key,
     )
-    doc = {"name": str(name), "peak_tflops": dict(sorted(peaks.items())), **values}
+    # the preset stays in the document, so that solving the resolved document again finds the same family
+    preset_key = {"preset": key} if key else {}
+    doc = {**preset_key, "name": str(name), "peak_tflops": dict(sorted(peaks.items())), **values}
     return spec, doc, key
 
 

@@ -171,7 +171,7 @@ def parse_training(
             join(path, "moe_pad_to_capacity"), "needs training.moe_capacity_factor (the capacity to pad to)"
         )
     runs_on = KERNEL_FAMILIES.get(attention_kernel)
-    if runs_on is not None and family_of(cluster.accelerator.name) not in runs_on:
+    if runs_on is not None and family_of(cluster.accelerator.catalog_ref) not in runs_on:
         r.error(
             join(path, "attention_kernel"),
             f"{attention_kernel} runs on {' and '.join(runs_on)} GPUs only, not on accelerator "
@@ -247,7 +247,9 @@ def parse_training(
         efficiency, eff_src = compute_eff, SCENARIO
     elif effects.any_on and not _given_accelerator_efficiency(r):
         # The fitted large-GEMM plateau: the effects model the losses the hand calibration absorbs.
-        efficiency = fitted_efficiency(cluster.accelerator.name, cluster.accelerator.compute_efficiency)
+        efficiency = fitted_efficiency(
+            cluster.accelerator.catalog_ref, cluster.accelerator.compute_efficiency
+        )
         eff_src = FITTED_SOURCE
     else:
         efficiency = cluster.accelerator.compute_efficiency

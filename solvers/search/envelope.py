@@ -134,7 +134,7 @@ def layout_features(
         "layers_per_stage": model.layers / pp,
         "layers_per_chunk": model.layers / (pp * np.maximum(layouts.virtual_stages, 1)),
         "tp_across_nodes": layouts.tp > cluster.gpus_per_node,
-        "generation": np.full(n, generation_of(cluster.accelerator.name), dtype=object),
+        "generation": np.full(n, generation_of(cluster.accelerator.catalog_ref), dtype=object),
     }
     if model.moe is not None:
         out["experts_per_gpu"] = model.moe.experts / layouts.ep.astype(np.float64)

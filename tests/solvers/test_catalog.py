@@ -189,3 +189,64 @@ def test_an_accelerator_caveat_is_a_warning_of_every_report_on_it() -> None:
         "peak_tflops": {"bf16": 2750.0, "fp8": 5500.0},
     }
     assert not any("GB300" in w for w in solve(own_rates, ranges=False)["warnings"])
+
+
+@pytest.mark.parametrize("key", sorted(ACCELERATORS))
+def test_a_renamed_preset_is_priced_as_its_preset(key: str) -> None:
+    """A scenario may give a preset its own display name: its calibration family (the fitted efficiency),
+    its fused-attention ratio and GB300's attention gain are still the preset's, and so is the search
+    envelope's generation. Solving the resolved document again (a stored plan re-run) gives the same step."""
+    from solvers import resolve, solve
+    from solvers.search.envelope import generation_of
+
+    def doc(accelerator: object) -> dict[str, object]:
+        return {
+            "model": {"preset": "llama3-8b"},
+            "cluster": {"accelerator": accelerator, "gpus": 8, "gpus_per_node": 8},
+            "training": {
+                "seq_len": 8192,
+                "global_batch_seqs": 64,
+                "attention_kernel": "cudnn"
+                if key in ("h100-sxm", "h800-sxm", "h200-sxm", "b200", "gb200", "gb300")
+                else "flash2",
+                "layout": {"tp": 1},
+            },
+        }
+
+    preset = resolve(doc(key))
+    renamed = resolve(doc({"preset": key, "name": "our fleet's accelerators"}))
+    assert renamed.cluster.accelerator.name == "our fleet's accelerators"
+    assert renamed.cluster.accelerator.catalog_key == preset.cluster.accelerator.catalog_key == key
+    assert renamed.training.compute_efficiency == preset.training.compute_efficiency
+    assert (
+        solve(doc({"preset": key, "name": "ours"}), ranges=False)["step"]
+        == solve(doc(key), ranges=False)["step"]
+    )
+    assert generation_of(renamed.cluster.accelerator.catalog_ref) == generation_of(
+        str(ACCELERATORS[key]["name"])
+    )
+    stored = renamed.document
+    assert stored["cluster"]["accelerator"]["preset"] == key
+    assert solve(stored, ranges=False)["step"] == solve(doc(key), ranges=False)["step"]
+
+
+def test_a_custom_accelerator_has_no_preset_in_its_document() -> None:
+    from solvers import resolve
+
+    custom = {
+        "name": "custom",
+        "peak_tflops": {"bf16": 1000.0},
+        "hbm_gb": 96.0,
+        "hbm_tb_s": 4.0,
+        "tdp_w": 900.0,
+    }
+    resolved = resolve(
+        {
+            "model": {"preset": "llama3-8b"},
+            "cluster": {"accelerator": custom, "gpus": 8, "gpus_per_node": 8},
+            "training": {"seq_len": 8192, "global_batch_seqs": 64, "layout": {"tp": 1}},
+        }
+    )
+    assert resolved.cluster.accelerator.catalog_key is None
+    assert resolved.cluster.accelerator.catalog_ref == "custom"
+    assert "preset" not in resolved.document["cluster"]["accelerator"]
