@@ -475,12 +475,16 @@ def unfused_elementwise_bytes_per_token_layer(
     tp: Num,
     sequence_parallel: Num,
     element_bytes: float,
+    latent_width: float = 0.0,
+    shared_rope_width: float = 0.0,
 ) -> Num:
     """Extra HBM bytes per token and layer of the eager forward pass over fused kernels (module docstring).
 
-    ``2 x norm x h / (tp if SP) + rope x (q + kv) / tp + [gated] 2e x ffn_width``, with
+    ``norm x (2 h + latents) / (tp if SP) + rope x ((q + kv) / tp + shared) + [gated] 2e x ffn_width``, with
     ``norm = 2 c + 20 + 2e - 2e``, ``rope = 2 c + 8 - 2e`` and ``c = e + 4`` the cost of one cast to and from
-    FP32 (0 in FP32 training). ``ffn_width`` is already per GPU (over ``tp`` or ``expert_tp``).
+    FP32 (0 in FP32 training). ``ffn_width`` is already per GPU (over ``tp`` or ``expert_tp``). ``latents``: the
+    widths of the normed latents of multi-head latent attention, whose norms run on the sequence-parallel shard
+    as the layer's two do; ``shared``: a rotary width every TP rank computes whole (MLA's key part, one per token).
     Example: Llama 3 8B (h = 4,096, q 4,096, kv 1,024, ffn 14,336), BF16, tp 1: 2 x 32 x 4,096 +
     16 x 5,120 + 4 x 14,336 = 401,408 bytes.
     """
@@ -488,8 +492,8 @@ def unfused_elementwise_bytes_per_token_layer(
     cast = e + FP32_BYTES if e < FP32_BYTES else 0.0
     norm_extra = 2.0 * cast + 20.0  # eager 2c + 20 + 2e against 2e fused
     rope_extra = 2.0 * cast + 8.0 - 2.0 * e
-    norm_width = where(sequence_parallel, hidden / tp, hidden)
-    total = 2.0 * norm_extra * norm_width + rope_extra * (q_width + kv_width) / tp
+    norm_width = where(sequence_parallel, (2.0 * hidden + latent_width) / tp, 2.0 * hidden + latent_width)
+    total = norm_extra * norm_width + rope_extra * ((q_width + kv_width) / tp + shared_rope_width)
     if gated:
         total = total + 2.0 * e * ffn_width
     return total
@@ -500,24 +504,38 @@ def model_unfused_bytes_per_token_layer(
 ) -> Num:
     """``unfused_elementwise_bytes_per_token_layer`` of ``model``, MoE layers weighted by ``moe_layers / layers``
     (their SwiGLU on ``(top_k + shared) x expert_ffn / expert_split`` per token: ``expert_tp``, or ``tp`` when
-    the expert-TP group gathers ``etp/tp`` of the tokens, ``expert_tp_exchange``). Example: Llama 3 8B, BF16,
-    tp 1: 401,408 bytes."""
-    head_dim = compute.head_dim(model=model)
+    the expert-TP group gathers ``etp/tp`` of the tokens, ``expert_tp_exchange``). Multi-head latent attention
+    normalises its query and key-value latents (``q_layernorm``, ``kv_layernorm`` on ``[s/tp, b, r]`` with sequence
+    parallelism) and rotates only the rotary parts: each head's query part ``d_rope`` over ``tp`` and the one key
+    part ``d_rope`` that every TP rank gathers whole (Megatron-LM ``megatron/core/transformer/
+    multi_latent_attention.py`` at cbc89b3, ``get_query_key_value_tensors``). Examples: Llama 3 8B, BF16, tp 1:
+    401,408 bytes; DeepSeek-V3's attention at tp 1, BF16: norms 32 x (2 x 7,168 + 1,536 + 512), rotary 16 x
+    (128 x 64 + 64)."""
     moe = model.moe
     ffn_width = model.ffn_hidden / tp
     if moe is not None:
         share = moe.moe_layers / model.layers
         expert_width = (moe.top_k + moe.shared_experts) * moe.expert_ffn_hidden / expert_split
         ffn_width = (1.0 - share) * ffn_width + share * expert_width
+    mla = model.mla
+    if mla is not None:
+        q_width, kv_width = float(model.heads * mla.qk_rope_head_dim), 0.0
+        latent_width, shared_rope = float(mla.q_lora_rank + mla.kv_lora_rank), float(mla.qk_rope_head_dim)
+    else:
+        head_dim = compute.head_dim(model=model)
+        q_width, kv_width = model.heads * head_dim, model.kv_heads * head_dim
+        latent_width, shared_rope = 0.0, 0.0
     return unfused_elementwise_bytes_per_token_layer(
         hidden=float(model.hidden),
-        q_width=model.heads * head_dim,
-        kv_width=model.kv_heads * head_dim,
+        q_width=q_width,
+        kv_width=kv_width,
         ffn_width=ffn_width,
         gated=model.gated_mlp,
         tp=tp,
         sequence_parallel=sequence_parallel,
         element_bytes=element_bytes,
+        latent_width=latent_width,
+        shared_rope_width=shared_rope,
     )
 
 
