@@ -129,16 +129,18 @@ def active_expert_params(*, model: ModelSpec) -> float:
 
 
 def shared_expert_params(*, model: ModelSpec) -> float:
-    """Shared-expert parameters every token touches: ``(moe_layers + mtp_layers) * shared * matrices * h * h_e``.
+    """Shared-expert parameters of the main model's MoE layers: ``moe_layers * shared * matrices * h * h_e`` (a
+    multi-token-prediction module's MoE block is left out: its all-to-alls are not priced, so its shared expert
+    has nothing to run beside).
 
     Example: Qwen2-57B-A14B (one 20,480-wide shared expert, written as 8 of 2,560), 28 x 8 x 3 x 3,584 x 2,560 =
-    6.17e9; DeepSeek-V3 (one of 2,048) 58 x 3 x 7,168 x 2,048 = 2.55e9 (59 x ... with its MTP module).
+    6.17e9; DeepSeek-V3 (one of 2,048) 58 x 3 x 7,168 x 2,048 = 2.55e9.
     """
     moe = model.moe
     if moe is None:
         return 0.0
     per_expert = mlp_matrices(model=model) * model.hidden * moe.expert_ffn_hidden
-    return float((moe.moe_layers + model.mtp_layers) * moe.shared_experts * per_expert)
+    return float(moe.moe_layers * moe.shared_experts * per_expert)
 
 
 def head_dim(*, model: ModelSpec) -> float:

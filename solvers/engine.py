@@ -14,6 +14,7 @@ Composition (each term is documented, with its source, in the module that comput
                   heads on the last stage: busiest stage in layer times          effects.busiest_stage_s
     comm_s_x    = exchange x alone on the links its group crosses               solvers.exchanges
     hidden_x    = min(overlap_x * comm_s_x, window_x)                          seed 004 §5.4
+                  EP: + what the shared experts' math hides beside the all-to-alls  exchanges.shared_expert_hidden_s
                   x compute_s / max(sum_x hidden_x, compute_s)   (all together never exceed compute)
     exposed_x   = comm_s_x - hidden_x
     compute_s  += 0.15 x sum_x hidden_x (communication kernels take SMs)     catalog.calibration
@@ -486,7 +487,11 @@ def _step(
             gather=fx.expert_tp_exchange,
         )
         # the busiest rank's tokens (and a padded capacity's empty rows) cross the all-to-all as they reach the GEMMs
-        ep_x = ep_x._replace(time_s=ep_x.time_s * expert_load)
+        ep_x = ep_x._replace(
+            time_s=ep_x.time_s * expert_load,
+            dispatch_s=ep_x.dispatch_s * expert_load,
+            combine_s=ep_x.combine_s * expert_load,
+        )
     else:
         ep_x = exchanges.Exchange(bytes_per_gpu=0.0, time_s=0.0, nic_bytes=0.0, burst_bytes=0.0)
 
@@ -504,13 +509,18 @@ def _step(
         )
     hidden_ep = minimum(ov.ep * (1.0 - unpaired) * ep_x.time_s, compute_s * moe_share)
     if training.moe_shared_expert_overlap and moe is not None:
-        # the shared experts' math on its own stream, beside each MoE layer's all-to-alls (every pass)
-        shared_s = (
-            hw_flops_gpu * 6.0 * compute.shared_expert_params(model=model) / flops_per_token / dense_rate
+        # the shared experts' math on its own stream, beside each MoE layer's all-to-alls (forward, backward and a
+        # fully recomputed forward), within the MoE layers' compute like any hidden exchange
+        left = 1.0 - ov.ep * (1.0 - unpaired)
+        passes = where(full_recompute, 4.0 / 3.0, 1.0)
+        shared_flops = 6.0 * compute.shared_expert_params(model=model) * tokens_per_gpu * stage_share * passes
+        shared = exchanges.shared_expert_hidden_s(
+            dispatch_s=left * ep_x.dispatch_s,
+            combine_s=left * ep_x.combine_s,
+            shared_math_s=shared_flops / dense_rate,
+            matrices=compute.mlp_matrices(model=model),
         )
-        hidden_ep = hidden_ep + exchanges.shared_expert_hidden_s(
-            exposed_s=ep_x.time_s - hidden_ep, shared_math_s=shared_s
-        )
+        hidden_ep = minimum(hidden_ep + shared, compute_s * moe_share)
     # Together the hidden exchanges never exceed the compute they hide behind either: each window above is a
     # share of the same compute, so when their sum would pass it every hidden share shrinks in proportion
     # (else extra compute, such as recomputation, could shorten a communication-bound step); 1.0 uncapped.

@@ -59,12 +59,17 @@ from solvers.compute import Num, maximum, minimum, where
 
 
 class Exchange(NamedTuple):
-    """One dimension's exchange per step: mean bytes per GPU, busiest time, NIC bytes and largest burst."""
+    """One dimension's exchange per step: mean bytes per GPU, busiest time, NIC bytes and largest burst.
+    The expert-parallel exchange also gives the parts of ``time_s`` a shared expert can run beside
+    (``shared_expert_hidden_s``): ``dispatch_s``, the dispatch all-to-alls with the expert-TP all-gathers after
+    them, and ``combine_s``, the combine all-to-alls; the rest is the expert-TP reduce-scatters."""
 
     bytes_per_gpu: Num
     time_s: Num
     nic_bytes: Num
     burst_bytes: Num
+    dispatch_s: Num = 0.0
+    combine_s: Num = 0.0
 
 
 def activation_element_bytes(*, precision: str) -> float:
@@ -436,6 +441,7 @@ def ep_exchange(
     per_layer_b = collectives.reduce_scatter_bytes(
         group_size=ep, message_bytes=dispatch_bytes + combine_bytes
     )
+    combine_a2a_t = c_t
     if gather:
         g_t, g_nic = collectives.placed_reduce_scatter_s(
             group_size=expert_tp, stride=1, message_bytes=expert_tp * dispatch_bytes, links=links
@@ -453,6 +459,8 @@ def ep_exchange(
         time_s=count * moe_layers_busiest * (d_t + c_t),
         nic_bytes=count * moe_layers_busiest * (d_nic + c_nic),
         burst_bytes=maximum(d_nic, c_nic),
+        dispatch_s=count * moe_layers_busiest * d_t,
+        combine_s=count * moe_layers_busiest * combine_a2a_t,
     )
 
 
@@ -478,21 +486,24 @@ def moe_hide_ratio(
     return compute_s_per_token_hidden / comm_s_per_token_hidden
 
 
-def shared_expert_hidden_s(*, exposed_s: Num, shared_math_s: Num) -> Num:
-    """What the shared experts' math hides of the expert-parallel exchange: ``min(exposed, shared math)``.
+def shared_expert_hidden_s(*, dispatch_s: Num, combine_s: Num, shared_math_s: Num, matrices: int) -> Num:
+    """What the shared experts' math hides of the expert-parallel exchange, phase by phase:
+    ``min(dispatch_s, (matrices - 1)/matrices x shared) + min(combine_s, shared / matrices)``.
 
     With ``training.moe_shared_expert_overlap`` (Megatron-Core's ``moe_shared_expert_overlap``) the shared experts
     run on their own CUDA stream while the routed tokens travel: ``MoEAlltoAllTokenDispatcher.token_permutation``
-    launches the shared experts' first GEMM and activation (``linear_fc1_forward_and_act``) during the dispatch
-    all-to-all and ``token_unpermutation`` their second GEMM during the combine (Megatron-LM
-    ``megatron/core/transformer/moe/token_dispatcher.py`` and ``shared_experts.py`` at cbc89b3, 2025-04-02).
-    Their backward ops run on the stream of their forward ops (PyTorch, CUDA semantics, "Stream semantics of
-    backward passes"), beside the backward all-to-alls. Per MoE layer and pass the hidden time is the smaller of
-    the exchange and the shared experts' math; summed over the step, ``exposed_s`` is the exchange that other
-    overlap left (Megatron-Core refuses this flag together with its 1F1B all-to-all overlap,
-    ``overlap_moe_expert_parallel_comm``; the engine adds the two) and ``shared_math_s`` the shared experts' math.
-    Example: Qwen2-57B-A14B on 128 H100 (TP 2, EP 4, 64 microbatches of 4,096 tokens): an exchange of 0.44 s a
-    step against about 2 s of shared-expert math (1,212 TFLOP a GPU a step, 41% of the model FLOPs): all of it
-    hidden.
+    issues their first GEMM and activation (``linear_fc1_forward_and_act``, ``matrices - 1`` of the MLP's weight
+    matrices: gate and up) right after the dispatch all-to-all, beside it and the expert-TP all-gather that follows,
+    and ``token_unpermutation`` their second GEMM (``linear_fc2_forward``, one matrix) right after the combine
+    all-to-all, beside it (Megatron-LM ``megatron/core/transformer/moe/token_dispatcher.py`` lines 531-535 and
+    630-634 and ``shared_experts.py`` at cbc89b3, 2025-04-02). The expert-TP reduce-scatter before the combine
+    runs after the routed experts' GEMMs, when the first GEMM has long finished and the second is not yet issued:
+    nothing hides it. Backward ops run on the stream of their forward ops (PyTorch, CUDA semantics, "Stream
+    semantics of backward passes"), so each backward pass mirrors its forward pass. ``dispatch_s`` and
+    ``combine_s`` are what other overlap left of each phase over the step, ``shared_math_s`` the shared experts'
+    math over the step. Example: Qwen2-57B-A14B on 128 H100 (TP 2, EP 4, expert TP 1, 64 microbatches of 4,096
+    tokens): an exchange of 0.44 s a step against 1.9 s of shared-expert math (41% of the model FLOPs), all
+    hidden; at expert TP 2 the 0.29 s of reduce-scatters of its 1.03 s stay exposed.
     """
-    return minimum(exposed_s, shared_math_s)
+    share = (matrices - 1.0) / matrices
+    return minimum(dispatch_s, share * shared_math_s) + minimum(combine_s, shared_math_s / matrices)

@@ -89,23 +89,24 @@ def compose(
     return _compose(resolved, layout.block(row["microbatches"]), row, ledger, search, ranges, document)
 
 
-def _stated(resolved: Resolved, key: str) -> bool:
-    """Whether the scenario gave the field ``key`` (its assumption entry's source is the scenario)."""
-    return any(note.key == key and note.source == SCENARIO for note in resolved.notes)
+def _stated_keys(resolved: Resolved) -> set[str]:
+    """The fields the scenario gave (their assumption entries' source is the scenario): one pass over the
+    hundred-odd entries, read by every check of a report."""
+    return {key for key, _, _, source in resolved.notes if source == SCENARIO}
 
 
 # the training fields that say how routed tokens are sent and load the experts (training.moe_*)
-_ROUTING_FIELDS = tuple(name for name in TABLE.keys("training") if name.startswith("moe_"))
+_ROUTING_PATHS = tuple(f"training.{name}" for name in TABLE.keys("training") if name.startswith("moe_"))
 
 
-def _routing_warnings(resolved: Resolved, layout: LayoutBlock) -> list[str]:
+def _routing_warnings(resolved: Resolved, layout: LayoutBlock, stated_keys: set[str]) -> list[str]:
     """What a report should say about how routed tokens are priced (docs/CONVENTIONS.md, "MoE dispatch across
     nodes" and "Expert load"): a default dispatch under a node-limited router whose experts span nodes, routing
     fields on a model without experts, a shared-expert overlap without shared experts, and a capacity that drops
     tokens even at an even load."""
     moe, training = resolved.model.moe, resolved.training
     if moe is None:
-        stated = [f"training.{name}" for name in _ROUTING_FIELDS if _stated(resolved, f"training.{name}")]
+        stated = [path for path in _ROUTING_PATHS if path in stated_keys]
         return [f"{', '.join(stated)}: the model has no experts, so this changes nothing"] if stated else []
     out = []
     members = collectives.members_per_node(
@@ -114,7 +115,7 @@ def _routing_warnings(resolved: Resolved, layout: LayoutBlock) -> list[str]:
         gpus_per_node=resolved.cluster.gpus_per_node,
     )
     spans_nodes = members < int(layout["ep"])
-    if spans_nodes and moe.max_nodes_per_token is not None and not _stated(resolved, "training.moe_dispatch"):
+    if spans_nodes and moe.max_nodes_per_token is not None and "training.moe_dispatch" not in stated_keys:
         out.append(
             f"training.moe_dispatch: the router sends a token to at most {moe.max_nodes_per_token} nodes "
             f"(model.moe.max_nodes_per_token) and the {layout['ep']} expert ranks span nodes, but each routed copy "
@@ -158,10 +159,11 @@ def _compose(
             "compute: per-GPU matrices are small enough that HBM bandwidth, not math, bounds some of the "
             "step (step.roofline_bound)"
         )
+    stated_keys = _stated_keys(resolved)
     if (
         layout["zero_stage"] >= 3
         and layout["microbatches"] > 1
-        and not _stated(resolved, "training.zero3_exchange")
+        and "training.zero3_exchange" not in stated_keys
     ):
         warnings.append(
             f"training.zero3_exchange: ZeRO-3 over {layout['microbatches']} microbatches a step is priced with one "
@@ -169,7 +171,7 @@ def _compose(
             "gathers and reduce-scatters in every microbatch needs every_microbatch (which frameworks do: the "
             "assumption entry of training.zero3_exchange)"
         )
-    warnings.extend(_routing_warnings(resolved, layout))
+    warnings.extend(_routing_warnings(resolved, layout, stated_keys))
     warnings.extend(ledger.warnings)  # texts the ledger wrote
     if document is None:
         document = resolved.document

@@ -1,6 +1,6 @@
 """The shared experts computed beside the routed tokens' all-to-alls (``training.moe_shared_expert_overlap``,
 Megatron-Core's ``moe_shared_expert_overlap``): what they hide of the expert-parallel exchange, and what they
-leave alone; docs/CONVENTIONS.md "MoE dispatch across nodes"."""
+leave alone; docs/CONVENTIONS.md "Shared experts beside the all-to-alls"."""
 
 from __future__ import annotations
 
@@ -101,13 +101,56 @@ def test_a_small_shared_expert_hides_no_more_than_its_math() -> None:
 
 
 @given(
-    exposed=st.floats(0.0, 100.0, allow_nan=False),
+    dispatch=st.floats(0.0, 100.0, allow_nan=False),
+    combine=st.floats(0.0, 100.0, allow_nan=False),
     shared=st.floats(0.0, 100.0, allow_nan=False),
+    more=st.floats(0.0, 100.0, allow_nan=False),
+    matrices=st.sampled_from([2, 3]),
 )
-def test_the_hidden_time_is_never_more_than_either_side(exposed: float, shared: float) -> None:
-    hidden = exchanges.shared_expert_hidden_s(exposed_s=exposed, shared_math_s=shared)
-    assert 0.0 <= hidden <= min(exposed, shared)
-    assert hidden == min(exposed, shared)
+def test_each_phase_hides_behind_its_own_gemm(
+    dispatch: float, combine: float, shared: float, more: float, matrices: int
+) -> None:
+    """The first GEMM (all matrices but the last) runs beside the dispatch, the second beside the combine: never
+    more hidden than either phase or the math beside it, and more shared math never hides less."""
+    hidden = exchanges.shared_expert_hidden_s(
+        dispatch_s=dispatch, combine_s=combine, shared_math_s=shared, matrices=matrices
+    )
+    assert 0.0 <= hidden <= min(dispatch + combine, shared) * (1 + 1e-12)
+    assert hidden <= min(dispatch, shared) + min(combine, shared / matrices) * (1 + 1e-12)
+    assert (
+        exchanges.shared_expert_hidden_s(
+            dispatch_s=dispatch, combine_s=combine, shared_math_s=shared + more, matrices=matrices
+        )
+        >= hidden
+    )
+    # a dispatch-only exchange is hidden only by the first GEMM's share: 2/3 of a gated MLP's math
+    assert exchanges.shared_expert_hidden_s(
+        dispatch_s=100.0, combine_s=0.0, shared_math_s=3.0, matrices=3
+    ) == pytest.approx(2.0)
+
+
+def test_the_expert_tp_reduce_scatter_stays_exposed() -> None:
+    """At expert TP 2 (Megatron-Core before folding) the experts' outputs are reduce-scattered over expert TP
+    before the combine, after the routed GEMMs: the shared experts' first GEMM is done, the second not yet
+    issued, so that part of the exchange stays exposed; folded to expert TP 1 nothing is left."""
+    mcore = copy.deepcopy(QWEN2)
+    mcore["training"]["layout"]["expert_tp"] = 2
+    series, beside = _step(mcore), _step(_with(mcore, moe_shared_expert_overlap=True))
+    assert 0.0 < beside["exposed_comm_s"]["ep"] < 0.5 * series["exposed_comm_s"]["ep"]
+    assert _step(_with(QWEN2, moe_shared_expert_overlap=True))["exposed_comm_s"]["ep"] == 0.0
+
+
+def test_with_the_ep_overlap_share_the_hidden_exchange_stays_within_the_moe_compute() -> None:
+    """Megatron-Core refuses the flag together with its 1F1B all-to-all overlap; a scenario that states both gets
+    the two added, within the MoE layers' compute: where the EP overlap share already fills that window (an
+    exchange far longer than the compute, on a slow scale-out), the shared experts hide nothing more."""
+    doc = load_example("deepseek-v3-2048xh800.yaml")
+    doc["cluster"]["scale_out"] = {"bandwidth_gb_s": 2.0, "latency_us": 5.0}
+    doc["training"]["efficiency"]["overlap"]["ep"] = 1.0
+    doc["training"]["moe_dispatch"] = "per_expert"
+    series, beside = _step(doc), _step(_with(doc, moe_shared_expert_overlap=True))
+    assert series["exposed_comm_s"]["ep"] > series["compute_s"]
+    assert beside == series
 
 
 @settings(max_examples=25, deadline=None)
@@ -138,9 +181,11 @@ def test_models_without_shared_experts_change_nothing_and_say_so() -> None:
 
 
 def test_the_shared_parameters_worked_examples() -> None:
-    assert compute.shared_expert_params(model=resolve(QWEN2).model) == 28 * 8 * 3 * 3584 * 2560
+    # Qwen2-57B-A14B: 28 layers of one 20,480-wide shared expert (written as 8 of 2,560), SwiGLU
+    assert compute.shared_expert_params(model=resolve(QWEN2).model) == 6_165_626_880
+    # DeepSeek-V3: 58 MoE layers of one 2,048-wide shared expert (its MTP module's block has no priced all-to-all)
     deepseek = resolve(load_example("deepseek-v3-2048xh800.yaml")).model
-    assert compute.shared_expert_params(model=deepseek) == (58 + 1) * 1 * 3 * 7168 * 2048
+    assert compute.shared_expert_params(model=deepseek) == 2_554_331_136
 
 
 def test_a_flag_that_is_not_a_bool_names_the_field() -> None:

@@ -193,3 +193,22 @@ def test_a_node_price_prices_only_that_nodes_own_accelerator() -> None:
     other = pricing.apply({"cluster": {"node": "dgx-h100", "accelerator": "b200", "gpus": 64}})[1]
     price = other["cluster.accelerator.unit_price_usd"]
     assert (price["value"], price["origin"]) == (catalog.ACCELERATORS["b200"]["unit_price_usd"], "catalog")
+
+
+def test_a_resolved_document_is_priced_as_its_scenario() -> None:
+    """A stored plan's resolved document names its accelerator preset (``cluster.accelerator.preset``), so a price
+    book's cloud quote for that accelerator prices it as it prices the scenario it came from; the accelerator's
+    unit price, which the resolved document states, stays the scenario's."""
+    from solvers import resolve
+    from solvers.prices import PATH_CLOUD_PRICE, apply_prices
+
+    sheet = PriceSheet(quotes={("cloud", "h100-sxm"): quote("cloud", "h100-sxm", 2.5)})
+    scenario = {k: v for k, v in BASE.items() if k != "search"}
+    scenario["training"] = {**scenario["training"], "layout": {"tp": 8}}
+    priced, used = apply_prices(document=scenario, sheet=sheet)
+    assert used[PATH_CLOUD_PRICE]["value"] == 2.5
+    stored = resolve(copy.deepcopy(scenario)).document
+    assert stored["cluster"]["accelerator"]["preset"] == "h100-sxm"
+    again, used_again = apply_prices(document=stored, sheet=sheet)
+    assert used_again[PATH_CLOUD_PRICE]["value"] == 2.5
+    assert solve(again)["tco"] == solve(priced)["tco"]
