@@ -84,8 +84,6 @@ def _parse_accelerator(
             if key is None:
                 return None, {}, None
     base: dict[str, Any] = catalog.accelerator_entry(key) if key else {}
-    if base.get("caveat") and "peak_tflops" not in given:  # the caveat is about the preset's rates
-        r.warnings.append(f"{path}: {base['caveat']}")
     nums = read_numbers(r, given, path)
     peaks: dict[str, float] = dict(base.get("peak_tflops", {}))
     peak_source = f"accelerator preset '{key}': {base['sources']['peak_tflops']}" if key else SCENARIO
@@ -106,6 +104,9 @@ def _parse_accelerator(
         r.error(join(path, "peak_tflops.bf16"), "required: mfu_bf16 is reported against the BF16 dense peak")
     if r.failed_under(path):
         return None, {}, None
+    # the caveat is about the preset's rates: said while they are in force (a resolved document states them)
+    if base.get("caveat") and peaks == base["peak_tflops"]:
+        r.warnings.append(f"{path}: {base['caveat']}")
 
     def psrc(field: str) -> str:
         return _accelerator_preset_source(key or "", field)

@@ -189,6 +189,11 @@ def test_an_accelerator_caveat_is_a_warning_of_every_report_on_it() -> None:
         "peak_tflops": {"bf16": 2750.0, "fp8": 5500.0},
     }
     assert not any("GB300" in w for w in solve(own_rates, ranges=False)["warnings"])
+    # a stored plan's resolved document states the preset's rates: solved again, it says so again
+    from solvers import resolve
+
+    stored = resolve(doc("gb300-nvl72")).document
+    assert f"cluster.accelerator: {caveats['gb300']}" in solve(stored, ranges=False)["warnings"]
 
 
 @pytest.mark.parametrize("key", sorted(ACCELERATORS))
