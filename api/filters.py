@@ -126,6 +126,7 @@ class ClusterFilter(ScenarioFilter):
         nodes = [node for node, spec in catalog.NODES.items() if spec.get("accelerator") == key]
         return qs.filter(
             Q(**{f"{DOCUMENT}accelerator__iexact": key})
+            | Q(**{f"{DOCUMENT}accelerator__preset__iexact": key})  # a preset given its own values or name
             | (Q(**{f"{DOCUMENT}node__in": nodes}) & ~Q(**{f"{DOCUMENT}has_key": "accelerator"}))
         )
 

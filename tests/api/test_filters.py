@@ -27,8 +27,11 @@ def test_clusters_by_accelerator_node_and_gpu_count(world: World) -> None:
     create_scenario(world, "cluster", "h100x64", {"accelerator": "h100-sxm", "gpus": 64, "gpus_per_node": 8})
     create_scenario(world, "cluster", "a100x512", {"accelerator": "a100-sxm-80gb", "gpus": 512})
     create_scenario(world, "cluster", "dgx", {"node": "dgx-a100-40gb", "gpus": 128})
+    create_scenario(
+        world, "cluster", "ours", {"accelerator": {"preset": "h100-sxm", "name": "our H100s"}, "gpus": 16}
+    )
     client = world.alice.client
-    assert names(client.get("/api/v1/clusters/?accelerator=h100-sxm")) == ["h100x64"]
+    assert names(client.get("/api/v1/clusters/?accelerator=h100-sxm")) == ["h100x64", "ours"]
     assert names(client.get("/api/v1/clusters/?accelerator=A100-SXM-40GB")) == ["dgx"]
     assert names(client.get("/api/v1/clusters/?node=dgx-a100-40gb")) == ["dgx"]
     assert names(client.get("/api/v1/clusters/?gpus=512")) == ["a100x512"]
