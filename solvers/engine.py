@@ -398,11 +398,12 @@ def _step(
     dense_params, expert_params = memory.dense_and_expert_params(model=model)
     w_bytes = memory.weight_bytes_per_param(precision=precision)
     grad_bytes = where(lay.grad_reduce_fp32, 4.0, w_bytes)
+    gather_w = 1.0 if training.fp8_param_gather else w_bytes  # the weights gathered in FP8
     scatter_b, gather_b = exchanges.dp_shares(
         zero_stage=lay.zero_stage,
         reshard_after_forward=lay.fsdp_reshard_after_forward,
         grad_bytes=grad_bytes,
-        weight_bytes=w_bytes,
+        weight_bytes=gather_w,
     )
     if fx.zero3_recompute_regather:
         # One checkpointed block's parameters on this GPU (a layer's dense share, embeddings spread in, plus a
@@ -414,7 +415,7 @@ def _step(
             zero_stage=lay.zero_stage,
             reshard_after_forward=lay.fsdp_reshard_after_forward,
             full_recompute=full_recompute,
-            weight_bytes=w_bytes,
+            weight_bytes=gather_w,
             block_params=block_params,
             reuse_distance=ZERO3_MAX_REUSE_DISTANCE[0],
         )
@@ -457,8 +458,8 @@ def _step(
                 ),
                 group=dp * cp,
                 stride=tp,
-                gathers=gather_b / w_bytes,
-                weight_bytes=w_bytes,
+                gathers=gather_b / gather_w,
+                weight_bytes=gather_w,
                 grad_bytes=grad_bytes,
                 layers=layers_busiest,
                 microbatches=dp_rounds,

@@ -161,6 +161,12 @@ def parse_training(
     moe_force_balance = bool(table_default(r, path, "moe_force_balance", nums))
     moe_fp8_dispatch = bool(table_default(r, path, "moe_fp8_dispatch", nums))
     moe_shared_expert_overlap = bool(table_default(r, path, "moe_shared_expert_overlap", nums))
+    fp8_param_gather = bool(table_default(r, path, "fp8_param_gather", nums))
+    if fp8_param_gather and precision != "fp8" and not r.failed_under(join(path, "precision")):
+        r.error(
+            join(path, "fp8_param_gather"),
+            f"needs training.precision fp8 (the weights are kept in FP8 for the FP8 GEMMs), not {precision}",
+        )
     if moe_fp8_dispatch and precision != "fp8" and not r.failed_under(join(path, "precision")):
         r.error(
             join(path, "moe_fp8_dispatch"),
@@ -278,6 +284,7 @@ def parse_training(
         moe_force_balance=moe_force_balance,
         moe_fp8_dispatch=moe_fp8_dispatch,
         moe_shared_expert_overlap=moe_shared_expert_overlap,
+        fp8_param_gather=fp8_param_gather,
         effects=effects,
     )
     doc = {
@@ -297,6 +304,7 @@ def parse_training(
         "moe_force_balance": moe_force_balance,
         "moe_fp8_dispatch": moe_fp8_dispatch,
         "moe_shared_expert_overlap": moe_shared_expert_overlap,
+        "fp8_param_gather": fp8_param_gather,
         "layout": "auto" if auto else dict(layouts[0]),
         "efficiency": {"compute": efficiency, "overlap": overlap, "effects": switches},
         "checkpoint": checkpoint,

@@ -212,6 +212,13 @@ TRAINING_FIELDS: tuple[Field, ...] = (
         "(DeepSeek-V3 §3.3.2); needs training.precision fp8",
     ),
     flag(
+        "training.fp8_param_gather",
+        default=False,
+        source="convention: the weights all-gathered in BF16, 2 bytes (Megatron-Core's default); true = kept in "
+        "FP8 and all-gathered in FP8, 1 byte (Megatron-Core's --fp8-param-gather; NeMo's fp8_param_gather, "
+        "formerly fp8_params); needs training.precision fp8",
+    ),
+    flag(
         "training.moe_shared_expert_overlap",
         default=False,
         source="convention: the shared experts run in series with the routed tokens' all-to-alls (Megatron-Core's "

@@ -188,6 +188,13 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
         ),
         # the preset's multi-token-prediction module (model.mtp_layers 1) on the last stage
         ("deepseek-v3-mtp-effects", DEEPSEEK_V3_MTP, ds_cluster, dataclasses.replace(ds_tr, effects=effects)),
+        # the weights gathered (and kept) in FP8, across every ZeRO stage the random layouts draw
+        (
+            "deepseek-v3-effects-fp8-param-gather",
+            DEEPSEEK_V3,
+            ds_cluster,
+            dataclasses.replace(ds_tr, effects=effects, fp8_param_gather=True),
+        ),
         # the shared expert beside the all-to-alls, on top of the EP overlap share
         (
             "deepseek-v3-mtp-effects-shared-expert-overlap",
