@@ -398,7 +398,16 @@ def _step(
     dense_params, expert_params = memory.dense_and_expert_params(model=model)
     w_bytes = memory.weight_bytes_per_param(precision=precision)
     grad_bytes = where(lay.grad_reduce_fp32, 4.0, w_bytes)
-    gather_w = 1.0 if training.fp8_param_gather else w_bytes  # the weights gathered in FP8
+    gather_w = w_bytes
+    expert_gather_b: Num | None = None
+    if training.fp8_param_gather:  # Transformer Engine's layers gather FP8; embeddings and output layer BF16
+        gather_w = exchanges.fp8_gather_bytes(weight_bytes=w_bytes, model=model, dense_params=dense_params)
+        expert_gather_b = exchanges.dp_shares(
+            zero_stage=lay.zero_stage,
+            reshard_after_forward=lay.fsdp_reshard_after_forward,
+            grad_bytes=grad_bytes,
+            weight_bytes=1.0,
+        )[1]
     scatter_b, gather_b = exchanges.dp_shares(
         zero_stage=lay.zero_stage,
         reshard_after_forward=lay.fsdp_reshard_after_forward,
@@ -411,14 +420,18 @@ def _step(
         block_params = dense_params / L / tp
         if moe is not None:
             block_params = block_params + expert_params / max(moe.moe_layers, 1) / (ep * etp)
-        gather_b = gather_b + exchanges.recompute_regather_bytes_per_param(
+        regather = exchanges.recompute_regather_bytes_per_param(
             zero_stage=lay.zero_stage,
             reshard_after_forward=lay.fsdp_reshard_after_forward,
             full_recompute=full_recompute,
-            weight_bytes=gather_w,
+            weight_bytes=1.0,
             block_params=block_params,
             reuse_distance=ZERO3_MAX_REUSE_DISTANCE[0],
-        )
+        )  # in weights: bytes a parameter per byte a weight
+        gather_b = gather_b + regather * gather_w
+        if expert_gather_b is not None:
+            expert_gather_b = expert_gather_b + regather
+
     dense_mean = copies * dense_params / (tp * pp)
     dense_busy = copies * dense_params * stage_share / tp
     expert_split = 1.0 * ep * etp
@@ -438,6 +451,7 @@ def _step(
         gather_bytes=gather_b,
         buckets=layers_busiest,
         links=links,
+        expert_gather_bytes=expert_gather_b,
     )
     every_mb = training.zero3_exchange == "every_microbatch"  # ZeRO-3 accumulating: the exchange in each one
     dp_rounds: Num = where(lay.zero_stage >= 3, m, 1.0) if every_mb else 1.0
@@ -513,13 +527,13 @@ def _step(
         # the shared experts' math on its own stream, beside each MoE layer's all-to-alls (forward, backward and a
         # fully recomputed forward), within the MoE layers' compute like any hidden exchange
         left = 1.0 - ov.ep * (1.0 - unpaired)
-        passes = where(full_recompute, 4.0 / 3.0, 1.0)
-        shared_flops = 6.0 * compute.shared_expert_params(model=model) * tokens_per_gpu * stage_share * passes
+        shared_forward_flops = 2.0 * compute.shared_expert_params(model=model) * tokens_per_gpu * stage_share
         shared = exchanges.shared_expert_hidden_s(
             dispatch_s=left * ep_x.dispatch_s,
             combine_s=left * ep_x.combine_s,
-            shared_math_s=shared_flops / dense_rate,
+            forward_math_s=shared_forward_flops / dense_rate,
             matrices=compute.mlp_matrices(model=model),
+            full_recompute=full_recompute,
         )
         hidden_ep = minimum(hidden_ep + shared, compute_s * moe_share)
     # Together the hidden exchanges never exceed the compute they hide behind either: each window above is a

@@ -56,6 +56,7 @@ from solvers.catalog.calibration import (
     NCCL_RING_PROTOCOL_BW_FACTOR,
 )
 from solvers.compute import Num, maximum, minimum, where
+from solvers.specs import ModelSpec
 
 
 class Exchange(NamedTuple):
@@ -207,6 +208,22 @@ def dp_shares(
         where((zero_stage >= 3) & reshard_after_forward, 2.0 * weight_bytes, weight_bytes),
     )
     return grad_bytes, gather
+
+
+def fp8_gather_bytes(*, weight_bytes: float, model: ModelSpec, dense_params: float) -> float:
+    """Gather bytes a dense parameter with ``training.fp8_param_gather``: ``1 + (w - 1) x bf16 / dense``.
+
+    Megatron-Core's ``--fp8-param-gather`` gathers in FP8 (1 byte, ``uint8`` buffers of per-tensor scaled FP8:
+    ``megatron/core/distributed/param_and_grad_buffer.py``) the parameters Transformer Engine builds under
+    ``fp8_model_init``: its linear layers (``TELinear``, ``TELayerNormColumnParallelLinear``, and
+    ``TEGroupedLinear`` for the routed experts, which therefore gather 1 byte a parameter). The input embedding
+    and the output layer (Megatron's ``VocabParallelEmbedding`` and ``ColumnParallelLinear``) stay BF16, ``w``
+    bytes: ``bf16 = 2 V h`` (the output layer counted apart: the spec does not say whether it is tied), at most
+    the dense parameters; norms and routers are left in the FP8 share (under 0.1% of a layer). Example: Llama 3.1
+    8B (V 128,256, h 4,096, 8.03e9 parameters): 1 + 1.05e9 / 8.03e9 = 1.131 bytes.
+    """
+    bf16 = min(2.0 * model.vocab * model.hidden, dense_params)
+    return 1.0 + (weight_bytes - 1.0) * bf16 / max(dense_params, 1.0)
 
 
 def recompute_regather_bytes_per_param(
@@ -361,22 +378,35 @@ def dp_exchange(
     gather_bytes: Num,
     buckets: Num,
     links: collectives.Links,
+    expert_gather_bytes: Num | None = None,
 ) -> Exchange:
     """Data-parallel gradient reduction and weight gathering (module docstring), once per step.
+    ``expert_gather_bytes``: the routed experts' own gather bytes a parameter when they differ from the dense
+    parameters' (``training.fp8_param_gather``: the experts all FP8, the embeddings and output layer BF16).
 
     ``buckets`` collectives of equal size are issued (one per layer on the stage, as Megatron and FSDP
     do); it only matters for the latency term. Example (seed 004 §5.3): Llama 3 405B pure DP on 16,384 GPUs:
     2 x 16,383/16,384 x 810 GB = 1.62 TB per GPU.
     """
     nb = 1.0 * maximum(buckets, 1)
-    share = scatter_bytes + gather_bytes
-    parts = [(dense_params_mean, dense_params_busiest, dense_group, dense_stride)]
+    parts = [
+        (dense_params_mean, dense_params_busiest, dense_group, dense_stride, scatter_bytes + gather_bytes)
+    ]
     if expert_params_mean is not None:
-        parts.append((expert_params_mean, expert_params_busiest, expert_group, expert_stride))
+        expert_gather = gather_bytes if expert_gather_bytes is None else expert_gather_bytes
+        parts.append(
+            (
+                expert_params_mean,
+                expert_params_busiest,
+                expert_group,
+                expert_stride,
+                scatter_bytes + expert_gather,
+            )
+        )
     total_bytes: Num = 0.0
     time: Num = 0.0
     nic: Num = 0.0
-    for mean_p, busy_p, group, stride in parts:
+    for mean_p, busy_p, group, stride, share in parts:
         total_bytes = total_bytes + collectives.reduce_scatter_bytes(
             group_size=group, message_bytes=mean_p * share
         )
@@ -486,24 +516,32 @@ def moe_hide_ratio(
     return compute_s_per_token_hidden / comm_s_per_token_hidden
 
 
-def shared_expert_hidden_s(*, dispatch_s: Num, combine_s: Num, shared_math_s: Num, matrices: int) -> Num:
-    """What the shared experts' math hides of the expert-parallel exchange, phase by phase:
-    ``min(dispatch_s, (matrices - 1)/matrices x shared) + min(combine_s, shared / matrices)``.
+def shared_expert_hidden_s(
+    *, dispatch_s: Num, combine_s: Num, forward_math_s: Num, matrices: int, full_recompute: Num
+) -> Num:
+    """What the shared experts' math hides of the expert-parallel exchange, pass by pass and phase by phase:
+    ``sum over passes of min(dispatch / r, k F (m - 1)/m) + min(combine / r, k F / m)``, ``F`` the shared experts'
+    forward math, ``k`` 1 forward, 2 backward, 1 for a fully recomputed forward, ``r`` the passes (2, or 3 with
+    full recompute), ``m`` the MLP's weight matrices.
 
     With ``training.moe_shared_expert_overlap`` (Megatron-Core's ``moe_shared_expert_overlap``) the shared experts
     run on their own CUDA stream while the routed tokens travel: ``MoEAlltoAllTokenDispatcher.token_permutation``
-    issues their first GEMM and activation (``linear_fc1_forward_and_act``, ``matrices - 1`` of the MLP's weight
+    issues their first GEMM and activation (``linear_fc1_forward_and_act``, ``m - 1`` of the MLP's weight
     matrices: gate and up) right after the dispatch all-to-all, beside it and the expert-TP all-gather that follows,
     and ``token_unpermutation`` their second GEMM (``linear_fc2_forward``, one matrix) right after the combine
     all-to-all, beside it (Megatron-LM ``megatron/core/transformer/moe/token_dispatcher.py`` lines 531-535 and
     630-634 and ``shared_experts.py`` at cbc89b3, 2025-04-02). The expert-TP reduce-scatter before the combine
     runs after the routed experts' GEMMs, when the first GEMM has long finished and the second is not yet issued:
     nothing hides it. Backward ops run on the stream of their forward ops (PyTorch, CUDA semantics, "Stream
-    semantics of backward passes"), so each backward pass mirrors its forward pass. ``dispatch_s`` and
-    ``combine_s`` are what other overlap left of each phase over the step, ``shared_math_s`` the shared experts'
-    math over the step. Example: Qwen2-57B-A14B on 128 H100 (TP 2, EP 4, expert TP 1, 64 microbatches of 4,096
-    tokens): an exchange of 0.44 s a step against 1.9 s of shared-expert math (41% of the model FLOPs), all
-    hidden; at expert TP 2 the 0.29 s of reduce-scatters of its 1.03 s stay exposed.
+    semantics of backward passes"), so each backward pass mirrors its forward pass with twice its math.
+    ``dispatch_s`` and ``combine_s`` are what other overlap left of each phase over the step. Example:
+    Qwen2-57B-A14B on 128 H100 (TP 2, EP 4, expert TP 1, 64 microbatches of 4,096 tokens): an exchange of
+    0.44 s a step against 1.9 s of shared-expert math (41% of the model FLOPs), all hidden; at expert TP 2 the
+    0.29 s of reduce-scatters of its 1.03 s stay exposed.
     """
-    share = (matrices - 1.0) / matrices
-    return minimum(dispatch_s, share * shared_math_s) + minimum(combine_s, shared_math_s / matrices)
+    rounds = where(full_recompute, 3.0, 2.0)
+    d, c = dispatch_s / rounds, combine_s / rounds
+    first, second = (matrices - 1.0) / matrices * forward_math_s, forward_math_s / matrices
+    forward = minimum(d, first) + minimum(c, second)
+    backward = minimum(d, 2.0 * first) + minimum(c, 2.0 * second)
+    return forward * where(full_recompute, 2.0, 1.0) + backward

@@ -388,7 +388,8 @@ class TrainingSpec:
     # The dispatched tokens in FP8 (1 byte an element; DeepSeek-V3 §3.3.2), else in the activations' dtype
     # (Megatron-Core's dispatchers). FP8 training only.
     moe_fp8_dispatch: bool = False
-    # The weights all-gathered in FP8, 1 byte (Megatron-Core's --fp8-param-gather). FP8 training only.
+    # Per-tensor scaled FP8 weights all-gathered in FP8, 1 byte (Megatron-Core's --fp8-param-gather; MXFP8 weights
+    # gather in BF16). FP8 training only.
     fp8_param_gather: bool = False
     # The shared experts computed beside the dispatch and combine all-to-alls (Megatron-Core's
     # moe_shared_expert_overlap), hiding up to their math of the expert-parallel exchange.

@@ -104,8 +104,10 @@ def _parse_accelerator(
         r.error(join(path, "peak_tflops.bf16"), "required: mfu_bf16 is reported against the BF16 dense peak")
     if r.failed_under(path):
         return None, {}, None
-    # the caveat is about the preset's rates: said while they are in force (a resolved document states them)
-    if base.get("caveat") and peaks == base["peak_tflops"]:
+    # the caveat is about the preset's BF16 and FP8 rates: said while they are in force (a resolved document
+    # states them; another FP32 or FP16 peak leaves them as they are)
+    catalog_peaks = base.get("peak_tflops", {})
+    if base.get("caveat") and all(peaks.get(p) == catalog_peaks.get(p) for p in ("bf16", "fp8")):
         r.warnings.append(f"{path}: {base['caveat']}")
 
     def psrc(field: str) -> str:

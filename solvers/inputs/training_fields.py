@@ -214,9 +214,10 @@ TRAINING_FIELDS: tuple[Field, ...] = (
     flag(
         "training.fp8_param_gather",
         default=False,
-        source="convention: the weights all-gathered in BF16, 2 bytes (Megatron-Core's default); true = kept in "
-        "FP8 and all-gathered in FP8, 1 byte (Megatron-Core's --fp8-param-gather; NeMo's fp8_param_gather, "
-        "formerly fp8_params); needs training.precision fp8",
+        source="convention: the weights all-gathered in BF16, 2 bytes (Megatron-Core's default, and what it does "
+        "with MXFP8 weights); true = per-tensor scaled FP8 weights all-gathered in FP8, 1 byte, the embeddings and "
+        "output layer in BF16 (Megatron-Core's --fp8-param-gather; NeMo's fp8_param_gather, formerly fp8_params); "
+        "needs training.precision fp8",
     ),
     flag(
         "training.moe_shared_expert_overlap",

@@ -194,6 +194,10 @@ def test_an_accelerator_caveat_is_a_warning_of_every_report_on_it() -> None:
 
     stored = resolve(doc("gb300-nvl72")).document
     assert f"cluster.accelerator: {caveats['gb300']}" in solve(stored, ranges=False)["warnings"]
+    # another FP32 peak leaves the BF16 and FP8 rates the caveat is about in force
+    fp32_only = doc("gb300-nvl72")
+    fp32_only["cluster"]["accelerator"] = {"preset": "gb300", "peak_tflops": {"fp32": 100.0}}  # type: ignore[index]
+    assert f"cluster.accelerator: {caveats['gb300']}" in solve(fp32_only, ranges=False)["warnings"]
 
 
 @pytest.mark.parametrize("key", sorted(ACCELERATORS))

@@ -33,37 +33,51 @@ def test_the_default_gathers_bf16_weights_and_the_document_says_so() -> None:
     assert _step(doc) == _step(_fp8(doc, fp8_param_gather=False))
 
 
-def test_the_all_gather_carries_one_byte_a_weight() -> None:
-    """ZeRO-1/2: reduce-scatter g, all-gather w; with FP8 weights w = 1. Llama 3 405B's ZeRO-3 layout with the
-    FP32 reduce-scatter, resharded after the forward pass: (4 + 2 x 2) -> (4 + 2 x 1) bytes a parameter."""
-    assert exchanges.dp_shares(
-        zero_stage=1, reshard_after_forward=False, grad_bytes=2.0, weight_bytes=1.0
-    ) == (
-        2.0,
-        1.0,
-    )
+def test_the_fp8_layers_gather_one_byte_a_weight_the_embeddings_two() -> None:
+    """Transformer Engine's linear layers gather in FP8, the input embedding and output layer in BF16: Llama 3.1
+    8B (V 128,256, h 4,096, 8.03e9 parameters) gathers 1 + 2 x 128,256 x 4,096 / 8.03e9 = 1.131 bytes a parameter."""
+    model = resolve(load_example(LLAMA_405B)).model
+    small = resolve({"model": {"preset": "llama3-8b"}}).model
+    assert exchanges.fp8_gather_bytes(
+        weight_bytes=2.0, model=small, dense_params=small.params
+    ) == pytest.approx(1.0 + 2 * 128_256 * 4_096 / 8.03e9)
+    gather_w = exchanges.fp8_gather_bytes(weight_bytes=2.0, model=model, dense_params=model.params)
+    assert 1.0 < gather_w < 1.02  # Llama 3 405B: the embeddings are 0.5% of its parameters
     bf16 = _fp8(load_example(LLAMA_405B))
-    fp8 = _fp8(bf16, fp8_param_gather=True)
-    a, b = solve(bf16, ranges=False), solve(fp8, ranges=False)
+    a, b = solve(bf16, ranges=False), solve(_fp8(bf16, fp8_param_gather=True), ranges=False)
     layout = a["layout"]
-    scatter, gather = exchanges.dp_shares(
-        zero_stage=layout["zero_stage"],
-        reshard_after_forward=layout["fsdp_reshard_after_forward"],
-        grad_bytes=4.0 if layout["grad_reduce_dtype"] == "fp32" else 2.0,
-        weight_bytes=2.0,
-    )
-    _, gather_fp8 = exchanges.dp_shares(
-        zero_stage=layout["zero_stage"],
-        reshard_after_forward=layout["fsdp_reshard_after_forward"],
-        grad_bytes=4.0,
-        weight_bytes=1.0,
-    )
-    ratio = (scatter + gather_fp8) / (scatter + gather)
+    grad = 4.0 if layout["grad_reduce_dtype"] == "fp32" else 2.0
+
+    def share(weight: float) -> float:
+        scatter, gather = exchanges.dp_shares(
+            zero_stage=layout["zero_stage"],
+            reshard_after_forward=layout["fsdp_reshard_after_forward"],
+            grad_bytes=grad,
+            weight_bytes=weight,
+        )
+        return float(scatter + gather)
+
+    ratio = share(gather_w) / share(2.0)
     assert b["traffic"]["bytes_per_gpu"]["dp"] == pytest.approx(ratio * a["traffic"]["bytes_per_gpu"]["dp"])
     assert b["step"]["comm_s"]["dp"] < a["step"]["comm_s"]["dp"]
     assert b["step"]["step_s"] <= a["step"]["step_s"]
     for dim in ("tp", "cp", "pp", "ep"):
         assert b["step"]["comm_s"][dim] == a["step"]["comm_s"][dim]
+
+
+def test_zero_0_all_reduces_gradients_and_gathers_no_weight() -> None:
+    doc = _fp8(load_example(LLAMA_405B))
+    doc["training"]["layout"] = {**doc["training"]["layout"], "zero_stage": 0}
+    assert _step(_fp8(doc, fp8_param_gather=True)) == _step(doc)
+
+
+def test_the_routed_experts_gather_one_byte_a_weight() -> None:
+    """A mixture of experts: the experts' own all-gather (the expert data-parallel group) is all FP8."""
+    doc = load_example("deepseek-v3-2048xh800.yaml")
+    a = solve(doc, ranges=False)
+    b = solve(_fp8(doc, fp8_param_gather=True), ranges=False)
+    assert b["traffic"]["bytes_per_gpu"]["dp"] < a["traffic"]["bytes_per_gpu"]["dp"]
+    assert b["step"]["step_s"] <= a["step"]["step_s"]
 
 
 def test_memory_is_counted_as_before() -> None:

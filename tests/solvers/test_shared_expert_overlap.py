@@ -103,30 +103,46 @@ def test_a_small_shared_expert_hides_no_more_than_its_math() -> None:
 @given(
     dispatch=st.floats(0.0, 100.0, allow_nan=False),
     combine=st.floats(0.0, 100.0, allow_nan=False),
-    shared=st.floats(0.0, 100.0, allow_nan=False),
+    forward=st.floats(0.0, 100.0, allow_nan=False),
     more=st.floats(0.0, 100.0, allow_nan=False),
     matrices=st.sampled_from([2, 3]),
+    full=st.booleans(),
 )
-def test_each_phase_hides_behind_its_own_gemm(
-    dispatch: float, combine: float, shared: float, more: float, matrices: int
+def test_each_phase_of_each_pass_hides_behind_its_own_gemm(
+    dispatch: float, combine: float, forward: float, more: float, matrices: int, full: bool
 ) -> None:
-    """The first GEMM (all matrices but the last) runs beside the dispatch, the second beside the combine: never
-    more hidden than either phase or the math beside it, and more shared math never hides less."""
-    hidden = exchanges.shared_expert_hidden_s(
-        dispatch_s=dispatch, combine_s=combine, shared_math_s=shared, matrices=matrices
-    )
-    assert 0.0 <= hidden <= min(dispatch + combine, shared) * (1 + 1e-12)
-    assert hidden <= min(dispatch, shared) + min(combine, shared / matrices) * (1 + 1e-12)
-    assert (
-        exchanges.shared_expert_hidden_s(
-            dispatch_s=dispatch, combine_s=combine, shared_math_s=shared + more, matrices=matrices
+    """The first GEMM (all matrices but the last) runs beside the dispatch, the second beside the combine, in
+    every pass (the backward with twice the forward's math): never more hidden than the exchange or the math
+    beside it, and more shared math never hides less."""
+
+    def hidden(math: float) -> float:
+        return float(
+            exchanges.shared_expert_hidden_s(
+                dispatch_s=dispatch,
+                combine_s=combine,
+                forward_math_s=math,
+                matrices=matrices,
+                full_recompute=full,
+            )
         )
-        >= hidden
+
+    passes = 4.0 if full else 3.0  # forward + backward (2) + a recomputed forward
+    assert 0.0 <= hidden(forward) <= min(dispatch + combine, passes * forward) * (1 + 1e-12) + 1e-12
+    assert hidden(forward + more) >= hidden(forward) - 1e-12
+
+
+def test_a_long_dispatch_hides_the_first_gemm_of_each_pass() -> None:
+    """A gated MLP's first GEMM is 2/3 of its math: forward 2/3 F, backward 4/3 F (and 2/3 F more recomputed)."""
+    for full, expected in ((False, 2.0), (True, 2.0 + 2.0 / 3.0)):
+        got = exchanges.shared_expert_hidden_s(
+            dispatch_s=100.0, combine_s=0.0, forward_math_s=1.0, matrices=3, full_recompute=full
+        )
+        assert got == pytest.approx(expected)
+    # the backward's longer math covers what the forward's cannot: 0.9 s of exchange a pass against 0.5 and 1.0
+    got = exchanges.shared_expert_hidden_s(
+        dispatch_s=0.0, combine_s=1.8, forward_math_s=1.5, matrices=3, full_recompute=False
     )
-    # a dispatch-only exchange is hidden only by the first GEMM's share: 2/3 of a gated MLP's math
-    assert exchanges.shared_expert_hidden_s(
-        dispatch_s=100.0, combine_s=0.0, shared_math_s=3.0, matrices=3
-    ) == pytest.approx(2.0)
+    assert got == pytest.approx(0.5 + 0.9)
 
 
 def test_the_expert_tp_reduce_scatter_stays_exposed() -> None:
