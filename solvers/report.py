@@ -171,6 +171,11 @@ def _compose(
             "gathers and reduce-scatters in every microbatch needs every_microbatch (which frameworks do: the "
             "assumption entry of training.zero3_exchange)"
         )
+    if resolved.training.fp8_param_gather and layout["zero_stage"] == 0:
+        warnings.append(
+            "training.fp8_param_gather: ZeRO-0 all-reduces the gradients and gathers no weights, so this changes "
+            "nothing (Megatron-Core refuses --fp8-param-gather without its distributed optimizer or FSDP)"
+        )
     warnings.extend(_routing_warnings(resolved, layout, stated_keys))
     warnings.extend(ledger.warnings)  # texts the ledger wrote
     if document is None:

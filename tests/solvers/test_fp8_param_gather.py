@@ -68,7 +68,10 @@ def test_the_fp8_layers_gather_one_byte_a_weight_the_embeddings_two() -> None:
 def test_zero_0_all_reduces_gradients_and_gathers_no_weight() -> None:
     doc = _fp8(load_example(LLAMA_405B))
     doc["training"]["layout"] = {**doc["training"]["layout"], "zero_stage": 0}
-    assert _step(_fp8(doc, fp8_param_gather=True)) == _step(doc)
+    stated = solve(_fp8(doc, fp8_param_gather=True), ranges=False)
+    assert stated["step"] == _step(doc)
+    assert any(w.startswith("training.fp8_param_gather: ZeRO-0 all-reduces") for w in stated["warnings"])
+    assert not any("fp8_param_gather" in w for w in solve(doc, ranges=False)["warnings"])
 
 
 def test_the_routed_experts_gather_one_byte_a_weight() -> None:

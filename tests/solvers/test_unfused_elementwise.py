@@ -66,3 +66,15 @@ def test_an_eager_deepseek_v3_step_is_longer_than_a_fused_one() -> None:
     doc["training"]["fused_elementwise"] = False
     eager = solve(doc, ranges=False)["step"]
     assert eager["compute_s"] > fused["compute_s"]
+
+
+def test_without_a_query_latent_only_the_key_value_latent_is_normed() -> None:
+    """``model.mla.q_lora_rank: 0`` projects the queries from the hidden state directly (DeepSeek-V2-Lite): the
+    norms count the key-value latent alone."""
+    model = _model("deepseek-v3")
+    assert model.mla is not None
+    lite = dataclasses.replace(model, mla=dataclasses.replace(model.mla, q_lora_rank=0))
+    got = effects.model_unfused_bytes_per_token_layer(
+        model=lite, tp=1, expert_split=1, sequence_parallel=False, element_bytes=2.0
+    )
+    assert got == 32 * (2 * 7168 + 512) + 16 * (128 * 64 + 64) + 4 * 18432
