@@ -218,11 +218,13 @@ def fp8_gather_bytes(*, weight_bytes: float, model: ModelSpec, dense_params: flo
     ``fp8_model_init``: its linear layers (``TELinear``, ``TELayerNormColumnParallelLinear``, and
     ``TEGroupedLinear`` for the routed experts, which therefore gather 1 byte a parameter). The input embedding
     and the output layer (Megatron's ``VocabParallelEmbedding`` and ``ColumnParallelLinear``) stay BF16, ``w``
-    bytes: ``bf16 = 2 V h`` (the output layer counted apart: the spec does not say whether it is tied), at most
-    the dense parameters; norms and routers are left in the FP8 share (under 0.1% of a layer). Example: Llama 3.1
-    8B (V 128,256, h 4,096, 8.03e9 parameters): 1 + 1.05e9 / 8.03e9 = 1.131 bytes.
+    bytes: ``bf16 = 2 V h``, or ``V h`` where one matrix serves both (``model.tied_embeddings``: the parameter
+    count holds it once, and so does the gather), at most the dense parameters; norms and routers are left in the
+    FP8 share (under 0.1% of a layer). Example: Llama 3.1 8B (V 128,256, h 4,096, 8.03e9 parameters): 1 + 1.05e9 /
+    8.03e9 = 1.131 bytes; the same shape tied (7.50e9 parameters): 1 + 5.25e8 / 7.50e9 = 1.070 bytes.
     """
-    bf16 = min(2.0 * model.vocab * model.hidden, dense_params)
+    matrices = 1.0 if model.tied_embeddings else 2.0
+    bf16 = min(matrices * model.vocab * model.hidden, dense_params)
     return 1.0 + (weight_bytes - 1.0) * bf16 / max(dense_params, 1.0)
 
 

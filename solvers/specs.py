@@ -103,6 +103,7 @@ class ModelSpec:
     head_dim: int | None = (
         None  # per-head width where it is not hidden / heads (Qwen3, Gemma); None: hidden / heads
     )
+    tied_embeddings: bool = False  # one vocab x hidden matrix serves the input embedding and the output layer
 
 
 class PeakTflops(Mapping[str, float]):

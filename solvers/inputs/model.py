@@ -496,6 +496,7 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
         mtp_layers=mtp,
         mtp_active_params=mtp_active,
         head_dim=head_dim,
+        tied_embeddings=tied,
     )
     preset_seq = int(preset["seq_len"]) if preset is not None and "seq_len" in preset else None
     return spec, doc, preset_seq

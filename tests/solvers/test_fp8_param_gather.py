@@ -65,6 +65,38 @@ def test_the_fp8_layers_gather_one_byte_a_weight_the_embeddings_two() -> None:
         assert b["step"]["comm_s"][dim] == a["step"]["comm_s"][dim]
 
 
+def test_a_tied_embedding_gathers_its_one_bf16_matrix_once() -> None:
+    """``model.tied_embeddings``: one V x h matrix serves the input embedding and the output layer, so the BF16
+    share of the gather is ``V h`` of the (smaller) parameter count: Llama 3.1 8B's shape tied, 7.50e9 parameters,
+    1 + 128,256 x 4,096 / 7.50e9 = 1.070 bytes a parameter against 1.131 untied; its step gathers fewer bytes."""
+    tied = resolve({"model": {"preset": "llama3-8b", "tied_embeddings": True}}).model
+    untied = resolve({"model": {"preset": "llama3-8b"}}).model
+    assert tied.tied_embeddings and not untied.tied_embeddings
+    assert tied.params == pytest.approx(untied.params - 128_256 * 4_096)
+    tied_w = exchanges.fp8_gather_bytes(weight_bytes=2.0, model=tied, dense_params=tied.params)
+    untied_w = exchanges.fp8_gather_bytes(weight_bytes=2.0, model=untied, dense_params=untied.params)
+    assert tied_w == pytest.approx(1.0 + 128_256 * 4_096 / tied.params)
+    assert tied_w == pytest.approx(1.070, abs=5e-4)
+    assert untied_w == pytest.approx(1.131, abs=5e-4)
+    doc = {
+        "model": {"preset": "llama3-8b", "tied_embeddings": True},
+        "cluster": {"node": "dgx-h100", "gpus": 64},
+        "training": {
+            "precision": "fp8",
+            "seq_len": 8192,
+            "global_batch_seqs": 256,
+            "layout": {"tp": 1, "pp": 1, "cp": 1, "microbatch_seqs": 1, "zero_stage": 1},
+        },
+    }
+    a, b = solve(doc, ranges=False), solve(_fp8(doc, fp8_param_gather=True), ranges=False)
+    dp = a["layout"]["dp"]
+    grad = 4.0 if a["layout"]["grad_reduce_dtype"] == "fp32" else 2.0
+    # ZeRO-1: the gradients' reduce-scatter and the weights' all-gather, each (dp - 1) / dp of the parameters
+    per_param = (dp - 1) / dp * tied.params
+    assert a["traffic"]["bytes_per_gpu"]["dp"] == pytest.approx(per_param * (grad + 2.0))
+    assert b["traffic"]["bytes_per_gpu"]["dp"] == pytest.approx(per_param * (grad + tied_w))
+
+
 def test_zero_0_all_reduces_gradients_and_gathers_no_weight() -> None:
     doc = _fp8(load_example(LLAMA_405B))
     doc["training"]["layout"] = {**doc["training"]["layout"], "zero_stage": 0}
