@@ -401,7 +401,9 @@ def _step(
     gather_w = w_bytes
     expert_gather_b: Num | None = None
     if training.fp8_param_gather:  # Transformer Engine's layers gather FP8; embeddings and output layer BF16
-        gather_w = exchanges.fp8_gather_bytes(weight_bytes=w_bytes, model=model, dense_params=dense_params)
+        gather_w = exchanges.fp8_gather_bytes(
+            weight_bytes=w_bytes, model=model, dense_params=dense_params, pp=pp
+        )
         expert_gather_b = exchanges.dp_shares(
             zero_stage=lay.zero_stage,
             reshard_after_forward=lay.fsdp_reshard_after_forward,

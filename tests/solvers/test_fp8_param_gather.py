@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import numpy as np
 import pytest
 
 from solvers import ScenarioError, exchanges, resolve, solve
@@ -95,6 +96,18 @@ def test_a_tied_embedding_gathers_its_one_bf16_matrix_once() -> None:
     per_param = (dp - 1) / dp * tied.params
     assert a["traffic"]["bytes_per_gpu"]["dp"] == pytest.approx(per_param * (grad + 2.0))
     assert b["traffic"]["bytes_per_gpu"]["dp"] == pytest.approx(per_param * (grad + tied_w))
+    # over two or more stages the last keeps a copy of the embedding (Megatron-Core's LanguageModule), so both
+    # matrices gather in BF16 again
+    two_stages = exchanges.fp8_gather_bytes(weight_bytes=2.0, model=tied, dense_params=tied.params, pp=2)
+    assert two_stages == pytest.approx(1.0 + 2 * 128_256 * 4_096 / tied.params)
+    batch = exchanges.fp8_gather_bytes(
+        weight_bytes=2.0, model=tied, dense_params=tied.params, pp=np.array([1, 2, 4])
+    )
+    assert batch.tolist() == pytest.approx([tied_w, two_stages, two_stages])
+    untied_batch = exchanges.fp8_gather_bytes(
+        weight_bytes=2.0, model=untied, dense_params=untied.params, pp=np.array([1, 2])
+    )
+    assert untied_batch.tolist() == pytest.approx([untied_w, untied_w])
 
 
 def test_zero_0_all_reduces_gradients_and_gathers_no_weight() -> None:

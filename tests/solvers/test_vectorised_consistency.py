@@ -195,6 +195,13 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
             ds_cluster,
             dataclasses.replace(ds_tr, effects=effects, fp8_param_gather=True),
         ),
+        # a tied embedding gathers one BF16 matrix on one stage and two over several (random pp spans both)
+        (
+            "llama3-405b-tied-effects-fp8-param-gather",
+            dataclasses.replace(LLAMA3_405B, tied_embeddings=True),
+            llama_cluster,
+            dataclasses.replace(llama_tr, effects=effects, precision="fp8", fp8_param_gather=True),
+        ),
         # the shared expert beside the all-to-alls, on top of the EP overlap share
         (
             "deepseek-v3-mtp-effects-shared-expert-overlap",
