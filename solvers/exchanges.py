@@ -210,7 +210,7 @@ def dp_shares(
     return grad_bytes, gather
 
 
-def fp8_gather_bytes(*, weight_bytes: float, model: ModelSpec, dense_params: float, pp: Num = 1) -> Num:
+def fp8_gather_bytes(*, weight_bytes: float, model: ModelSpec, dense_params: float, pp: Num) -> Num:
     """Gather bytes a dense parameter with ``training.fp8_param_gather``: ``1 + (w - 1) x bf16 / dense``.
 
     Megatron-Core's ``--fp8-param-gather`` gathers in FP8 (1 byte, ``uint8`` buffers of per-tensor scaled FP8:

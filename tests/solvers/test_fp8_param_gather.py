@@ -40,9 +40,9 @@ def test_the_fp8_layers_gather_one_byte_a_weight_the_embeddings_two() -> None:
     model = resolve(load_example(LLAMA_405B)).model
     small = resolve({"model": {"preset": "llama3-8b"}}).model
     assert exchanges.fp8_gather_bytes(
-        weight_bytes=2.0, model=small, dense_params=small.params
+        weight_bytes=2.0, model=small, dense_params=small.params, pp=1
     ) == pytest.approx(1.0 + 2 * 128_256 * 4_096 / 8.03e9)
-    gather_w = exchanges.fp8_gather_bytes(weight_bytes=2.0, model=model, dense_params=model.params)
+    gather_w = exchanges.fp8_gather_bytes(weight_bytes=2.0, model=model, dense_params=model.params, pp=1)
     assert 1.0 < gather_w < 1.02  # Llama 3 405B: the embedding and output layer are 1.0% of its parameters
     bf16 = _fp8(load_example(LLAMA_405B))
     a, b = solve(bf16, ranges=False), solve(_fp8(bf16, fp8_param_gather=True), ranges=False)
@@ -74,8 +74,8 @@ def test_a_tied_embedding_gathers_its_one_bf16_matrix_once() -> None:
     untied = resolve({"model": {"preset": "llama3-8b"}}).model
     assert tied.tied_embeddings and not untied.tied_embeddings
     assert tied.params == pytest.approx(untied.params - 128_256 * 4_096)
-    tied_w = exchanges.fp8_gather_bytes(weight_bytes=2.0, model=tied, dense_params=tied.params)
-    untied_w = exchanges.fp8_gather_bytes(weight_bytes=2.0, model=untied, dense_params=untied.params)
+    tied_w = exchanges.fp8_gather_bytes(weight_bytes=2.0, model=tied, dense_params=tied.params, pp=1)
+    untied_w = exchanges.fp8_gather_bytes(weight_bytes=2.0, model=untied, dense_params=untied.params, pp=1)
     assert tied_w == pytest.approx(1.0 + 128_256 * 4_096 / tied.params)
     assert tied_w == pytest.approx(1.070, abs=5e-4)
     assert untied_w == pytest.approx(1.131, abs=5e-4)
