@@ -165,11 +165,13 @@ ACCELERATORS: dict[str, dict[str, Any]] = {
         "embodied_kgco2e": 300.0,
         # What a report on this part should say it does not know: printed as a warning of every report whose
         # accelerator is this preset at its own rates (solvers.inputs.cluster).
-        "caveat": "GB300 is priced at GB200's data-sheet FP8 and BF16 rates and the fitted Blackwell efficiency, "
-        "its attention core alone 1.10x GB200's (cuDNN's SDPA training benchmarks at 8k tokens, "
-        "solvers.catalog.attention_kernels), but runs faster than GB200 in NVIDIA's own tables (Megatron-Bridge "
-        "25.11: 1.05-1.25x on the same release, 1.19x and 1.22x on one layout; MLPerf v5.1 Llama 3.1 8B: 1.04x "
-        "and 1.16x), so its step times may be pessimistic by up to a quarter (docs/CONVENTIONS.md, Calibration)",
+        "caveat": "GB300 is priced at GB200's data-sheet FP8 and BF16 rates (its data sheet gives no higher "
+        "ones) with its own fitted efficiency (calibration family blackwell_ultra, from the corpus's GB300 runs) "
+        "and its attention core 1.10x GB200's (cuDNN's SDPA training benchmarks at 8k tokens, "
+        "solvers.catalog.attention_kernels). NVIDIA's tables run it 1.04-1.22x as fast as GB200 on one layout "
+        "and 1.65x on MLPerf v6.0's DeepSeek-V3, and no published run says which part of its speed is the chip's: "
+        "a GB300 step leans on fewer runs than a GB200 one, and a latency-bound layout (MLPerf v5.1's Llama 3.1 8B "
+        "on 512 GPUs, 1.04x) may run slower than predicted (docs/CONVENTIONS.md, Calibration)",
         "sources": {
             "peak_tflops": f"{_GB300_DS}: FP8/FP6 720 PFLOPS / 72 / 2 = 5 PFLOPS; FP16/BF16 360 PFLOPS / 72 / 2 "
             "= 2.5 PFLOPS (the GB200 NVL72's training rates: Blackwell Ultra raises the FP4 rate and the "

@@ -29,14 +29,23 @@ FAMILY: dict[str, str] = {
     "h200-sxm": "hopper",
     "b200": "blackwell",
     "gb200": "blackwell",
-    # Blackwell Ultra: GB200's data-sheet FP8 and BF16 rates, in the Blackwell family. Its own family (its own
-    # fitted efficiency) was tried and not taken (docs/CONVENTIONS.md "Calibration": worse held out on 209 runs,
-    # and on 230 better only at 1.30 times GB200's efficiency, past every same-layout ratio published).
     "gb300": "blackwell",
 }
-"""Accelerator -> calibration family (a family without a fitted figure takes Hopper's)."""
+"""Accelerator -> architecture: what the attention kernels' benchmarks (``solvers.catalog.attention_kernels``) and
+the search's envelope (``solvers.search.envelope``) go by."""
 
-FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(FAMILY.values()))
+EFFICIENCY_FAMILY: dict[str, str] = {
+    **FAMILY,
+    # Blackwell Ultra: GB200's data-sheet FP8 and BF16 rates, but its own fitted efficiency. NVIDIA's same-release
+    # tables run it 1.04-1.22 times as fast as GB200 on one layout (Megatron-Bridge 25.11, MLPerf v5.1) and 1.65
+    # times on MLPerf v6.0's DeepSeek-V3, whose layouts differ only in TP and recompute; one Blackwell figure for
+    # both biased each (docs/CONVENTIONS.md "Calibration": GB300).
+    "gb300": "blackwell_ultra",
+}
+"""Accelerator -> calibration family, one fitted large-GEMM efficiency each: its architecture, except a part whose
+published runs set it apart (a family without a fitted figure takes Hopper's)."""
+
+FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(EFFICIENCY_FAMILY.values()))
 """The calibration families, in the table's order (each has one fitted large-GEMM efficiency)."""
 
 
@@ -70,8 +79,14 @@ def fitted_constant(name: str) -> float:
 
 
 def family_of(accelerator: str) -> str | None:
-    """The calibration family of a catalog key or display name; None for any other accelerator."""
+    """The architecture of a catalog key or display name; None for any other accelerator."""
     return FAMILY.get(catalog_key(accelerator))
+
+
+def efficiency_family_of(accelerator: str) -> str | None:
+    """The calibration family of a catalog key or display name; None for any other accelerator.
+    Example: "gb300" -> "blackwell_ultra", "gb200" -> "blackwell"."""
+    return EFFICIENCY_FAMILY.get(catalog_key(accelerator))
 
 
 def fitted_efficiency(accelerator: str, legacy: float) -> float:
@@ -80,7 +95,7 @@ def fitted_efficiency(accelerator: str, legacy: float) -> float:
 
     Example: an H800 -> the Hopper family's figure; an MI300X -> 0.42 unchanged.
     """
-    family = FAMILY.get(catalog_key(accelerator))
+    family = efficiency_family_of(accelerator)
     table = FITTED["compute_efficiency"]
     if family is not None:
         return float(table.get(family, table["hopper"]))

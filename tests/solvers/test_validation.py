@@ -14,8 +14,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from solvers import fit as fit_module
+from solvers.catalog.accelerators import ACCELERATORS
 from solvers.catalog.calibration import COMPUTE_EFFICIENCY
-from solvers.catalog.fitted import FAMILIES, FAMILY, FITTED_FILE
+from solvers.catalog.fitted import (
+    EFFICIENCY_FAMILY,
+    FAMILIES,
+    FAMILY,
+    FITTED,
+    FITTED_FILE,
+    efficiency_family_of,
+    family_of,
+    fitted_efficiency,
+)
 from solvers.catalog.uncertainty import P90_Z
 from solvers.corpus import Corpus, corpus_hash
 from solvers.fit import BOUNDS, LOSS_SCALE, cauchy_residuals, fit, held_out, prepare
@@ -327,5 +337,22 @@ def test_the_fit_starts_each_family_at_the_hand_efficiency_all_its_members_share
     """``fit.START`` takes a family's start from its members' hand calibration, one figure per family: a member
     with another figure would be overwritten silently, so every member must have the same one."""
     for family in FAMILIES:
-        figures = {COMPUTE_EFFICIENCY[key][0] for key, f in FAMILY.items() if f == family}
+        figures = {COMPUTE_EFFICIENCY[key][0] for key, f in EFFICIENCY_FAMILY.items() if f == family}
         assert figures == {fit_module.START[f"eff_{family}"]}, (family, figures)
+
+
+def test_gb300_has_its_own_fitted_efficiency_and_stays_a_blackwell_part() -> None:
+    """GB300's efficiency is its own family's (``EFFICIENCY_FAMILY``), while its architecture, which the attention
+    kernels' benchmarks and the envelope go by, stays Blackwell (``FAMILY``); every other accelerator's efficiency
+    family is its architecture."""
+    assert family_of("gb300") == family_of("gb200") == "blackwell"
+    assert efficiency_family_of("gb300") == "blackwell_ultra" != efficiency_family_of("gb200")
+    assert efficiency_family_of(str(ACCELERATORS["gb300"]["name"])) == "blackwell_ultra"
+    assert {key: f for key, f in EFFICIENCY_FAMILY.items() if key != "gb300"} == {
+        key: f for key, f in FAMILY.items() if key != "gb300"
+    }
+    assert set(FAMILIES) == set(FITTED["compute_efficiency"])
+    table = FITTED["compute_efficiency"]
+    assert fitted_efficiency("gb300", 0.1) == table["blackwell_ultra"]
+    assert fitted_efficiency("gb200", 0.1) == fitted_efficiency("b200", 0.1) == table["blackwell"]
+    assert fitted_efficiency("mi300x", 0.42) == 0.42
