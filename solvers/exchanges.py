@@ -211,25 +211,28 @@ def dp_shares(
 
 
 def fp8_gather_bytes(*, weight_bytes: float, model: ModelSpec, dense_params: float, pp: Num) -> Num:
-    """Gather bytes a dense parameter with ``training.fp8_param_gather``: ``1 + (w - 1) x bf16 / dense``.
+    """Gather bytes a dense parameter with ``training.fp8_param_gather``: ``1 + ((w - 1) x bf16 + copy) / dense``.
 
     Megatron-Core's ``--fp8-param-gather`` gathers in FP8 (1 byte, ``uint8`` buffers of per-tensor scaled FP8:
     ``megatron/core/distributed/param_and_grad_buffer.py``) the parameters Transformer Engine builds under
     ``fp8_model_init``: its linear layers (``TELinear``, ``TELayerNormColumnParallelLinear``, and
     ``TEGroupedLinear`` for the routed experts, which therefore gather 1 byte a parameter). The input embedding
     and the output layer (Megatron's ``VocabParallelEmbedding`` and ``ColumnParallelLinear``) stay BF16, ``w``
-    bytes: ``bf16 = 2 V h``. Where one matrix serves both (``model.tied_embeddings``: the parameter count holds
-    it once) it is ``V h`` on one pipeline stage, but still ``2 V h`` over ``pp > 1`` stages, whose last stage
-    keeps a copy of the first stage's embedding (Megatron-Core ``LanguageModule.
+    bytes: ``bf16 = 2 V h`` parameters, ``copy = 0``. Where one matrix serves both (``model.tied_embeddings``: the
+    parameter count holds it once) it is ``bf16 = V h`` on one pipeline stage; over ``pp > 1`` stages the last
+    keeps its own copy of the first stage's embedding (Megatron-Core ``LanguageModule.
     setup_embeddings_and_output_layer``: "we need to maintain duplicated embedding weights in post processing
-    stage"); at most the dense parameters. Norms and routers are left in the FP8 share (under 0.1% of a layer).
-    Example: Llama 3.1 8B (V 128,256, h 4,096, 8.03e9 parameters): 1 + 1.05e9 / 8.03e9 = 1.131 bytes; the same
-    shape tied (7.50e9 parameters) on one stage: 1 + 5.25e8 / 7.50e9 = 1.070 bytes.
+    stage"), so ``bf16 = 2 V h`` of which ``copy = V h`` lie outside the count: the gather moves ``(dense - V h)``
+    FP8 bytes and ``2 V h w`` BF16 ones. ``bf16`` at most the dense parameters. Norms and routers are left in the
+    FP8 share (under 0.1% of a layer). Example: Llama 3.1 8B (V 128,256, h 4,096, 8.03e9 parameters): 1 + 1.05e9 /
+    8.03e9 = 1.131 bytes; the same shape tied (7.50e9 parameters) on one stage 1 + 5.25e8 / 7.50e9 = 1.070 bytes,
+    over two stages 1 + (1.05e9 + 5.25e8) / 7.50e9 = 1.210.
     """
-    one_matrix = model.tied_embeddings & (pp <= 1)
-    matrices = where(one_matrix, 1.0, 2.0)
-    bf16 = minimum(matrices * model.vocab * model.hidden, dense_params)
-    return 1.0 + (weight_bytes - 1.0) * bf16 / max(dense_params, 1.0)
+    matrix = 1.0 * model.vocab * model.hidden
+    duplicated = model.tied_embeddings & (pp > 1)
+    bf16 = minimum(where(duplicated, 2.0, 1.0 if model.tied_embeddings else 2.0) * matrix, dense_params)
+    copy = where(duplicated, matrix, 0.0)
+    return 1.0 + ((weight_bytes - 1.0) * bf16 + copy) / max(dense_params, 1.0)
 
 
 def recompute_regather_bytes_per_param(

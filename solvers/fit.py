@@ -1,11 +1,12 @@
 """The calibration fit and its leave-one-source-out validation (``python -m solvers fit`` / ``validate``).
 
 Free constants (each physical and bounded, ``BOUNDS``): the large-GEMM efficiency of each accelerator family
-(Ampere, Hopper, Blackwell, Blackwell Ultra: ``solvers.catalog.fitted.EFFICIENCY_FAMILY``), the straggler jitter ``sigma``, the MoE load skew, the FP8 and attention rate
-factors and the fixed time per local expert (``solvers.effects``). The matrix-shape half-rate dimension
-``d_half`` is not among them: it describes kernels and is fitted to published kernel benchmarks first
-(``solvers.gemm_shape``, ``corpus/kernels/``), then held fixed here (``kernel_constants``). Nothing else is
-fitted: overlaps, fabrics and every scenario field are the corpus' translations of what each source states.
+(Ampere, Hopper, Blackwell, Blackwell Ultra: ``solvers.catalog.fitted.EFFICIENCY_FAMILY``), the straggler jitter
+``sigma``, the MoE load skew, the FP8 and attention rate factors and the fixed time per local expert
+(``solvers.effects``). The matrix-shape half-rate dimension ``d_half`` is not among them: it describes kernels and is
+fitted to published kernel benchmarks first (``solvers.gemm_shape``, ``corpus/kernels/``), then held fixed here
+(``kernel_constants``). Nothing else is fitted: overlaps, fabrics and every scenario field are the corpus'
+translations of what each source states.
 
 Residual of a run (``log_ratio``): ``log(actual step / predicted step)``, which is ``log(predicted MFU /
 published MFU)`` for an MFU-like figure, ``log(published step_s / predicted step_s)`` for a time and

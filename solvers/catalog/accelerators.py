@@ -169,9 +169,10 @@ ACCELERATORS: dict[str, dict[str, Any]] = {
         "ones) with its own fitted efficiency (calibration family blackwell_ultra, from the corpus's GB300 runs) "
         "and its attention core 1.10x GB200's (cuDNN's SDPA training benchmarks at 8k tokens, "
         "solvers.catalog.attention_kernels). NVIDIA's tables run it 1.04-1.22x as fast as GB200 on one layout "
-        "and 1.65x on MLPerf v6.0's DeepSeek-V3, and no published run says which part of its speed is the chip's: "
-        "a GB300 step leans on fewer runs than a GB200 one, and a latency-bound layout (MLPerf v5.1's Llama 3.1 8B "
-        "on 512 GPUs, 1.04x) may run slower than predicted (docs/CONVENTIONS.md, Calibration)",
+        "and 1.65x on MLPerf v6.0's DeepSeek-V3, whose layouts differ, and no published run says which part of its "
+        "speed is the chip's; the fitted efficiency runs it faster against GB200 than those same-layout tables do, "
+        "so a dense GB300 step may be optimistic, a latency-bound one the most (MLPerf v5.1's Llama 3.1 8B on 512 "
+        "GPUs: 1.04x published) (docs/CONVENTIONS.md, Calibration)",
         "sources": {
             "peak_tflops": f"{_GB300_DS}: FP8/FP6 720 PFLOPS / 72 / 2 = 5 PFLOPS; FP16/BF16 360 PFLOPS / 72 / 2 "
             "= 2.5 PFLOPS (the GB200 NVL72's training rates: Blackwell Ultra raises the FP4 rate and the "

@@ -12,7 +12,13 @@ from typing import Any
 
 from solvers.catalog.attention_kernels import KERNEL_FAMILIES
 from solvers.catalog.fitted import CONSTANTS as FITTED_CONSTANTS
-from solvers.catalog.fitted import FITTED_SOURCE, family_of, fitted_constant, fitted_efficiency
+from solvers.catalog.fitted import (
+    FITTED_SOURCE,
+    efficiency_family_of,
+    family_of,
+    fitted_constant,
+    fitted_efficiency,
+)
 from solvers.inputs import fields
 from solvers.inputs.layout import parse_layout
 from solvers.inputs.reader import (
@@ -251,12 +257,17 @@ def parse_training(
             r.note(join(fx_path, name), value, _CONSTANT_UNITS.get(name, ""), FITTED_SOURCE)
     if compute_eff is not None:
         efficiency, eff_src = compute_eff, SCENARIO
-    elif effects.any_on and not _given_accelerator_efficiency(r):
-        # The fitted large-GEMM plateau: the effects model the losses the hand calibration absorbs.
+    elif (
+        effects.any_on
+        and not _given_accelerator_efficiency(r)
+        and (family := efficiency_family_of(cluster.accelerator.catalog_ref)) is not None
+    ):
+        # The fitted large-GEMM plateau of the accelerator's calibration family: the effects model the losses the
+        # hand calibration absorbs. An accelerator of no fitted family keeps its own figure (the branch below).
         efficiency = fitted_efficiency(
             cluster.accelerator.catalog_ref, cluster.accelerator.compute_efficiency
         )
-        eff_src = FITTED_SOURCE
+        eff_src = f"{FITTED_SOURCE}; calibration family {family}"
     else:
         efficiency = cluster.accelerator.compute_efficiency
         eff_src = "cluster.accelerator.compute_efficiency"

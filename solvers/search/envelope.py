@@ -67,8 +67,8 @@ CATEGORICAL_FEATURES: tuple[str, ...] = ("tp_across_nodes", "generation")
 FEATURES: tuple[str, ...] = (*NUMERIC_FEATURES, *CATEGORICAL_FEATURES)
 _MOE_ONLY = frozenset({"experts_per_gpu"})
 
-# Architecture of an accelerator: a catalog accelerator's calibration family (``solvers.catalog.fitted.FAMILY``,
-# the one table of it), else the words of its name (the vendors' own product families, for an accelerator a
+# Architecture of an accelerator: a catalog accelerator's architecture (``solvers.catalog.fitted.FAMILY``, the one
+# table of it; GB300's calibration family is its own, its architecture Blackwell), else the words of its name (the vendors' own product families, for an accelerator a
 # scenario describes itself: NVIDIA A100 is Ampere, H100/H800/H200 are Hopper, B200/GB200 and Blackwell Ultra's
 # B300/GB300 are Blackwell; AMD MI300X is CDNA 3). A name that matches none is its own generation, which no
 # validated run shares unless one used that accelerator.

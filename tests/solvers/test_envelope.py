@@ -366,9 +366,10 @@ def test_every_sweep_point_keeps_to_the_envelope_unless_told_otherwise() -> None
 
 
 def test_every_catalog_accelerator_has_the_generation_of_its_calibration_family() -> None:
-    """One table says which architecture a catalog accelerator is: the envelope's generation is the
-    calibration family wherever the catalog gives one (GB300, Blackwell Ultra, is Blackwell in both), and a
-    custom accelerator named like a catalog part falls in the same generation by the words of its name."""
+    """One table says which architecture a catalog accelerator is: the envelope's generation is its architecture
+    (``solvers.catalog.fitted.FAMILY``) wherever the catalog gives one (GB300, Blackwell Ultra, is Blackwell there,
+    though its calibration family is its own), and a custom accelerator named like a catalog part falls in the same
+    generation by the words of its name."""
     from solvers.catalog import ACCELERATORS
     from solvers.catalog.fitted import FAMILY
     from solvers.search.envelope import generation_of
