@@ -229,9 +229,9 @@ def fp8_gather_bytes(*, weight_bytes: float, model: ModelSpec, dense_params: flo
     over two stages 1 + (1.05e9 + 5.25e8) / 7.50e9 = 1.210.
     """
     matrix = 1.0 * model.vocab * model.hidden
-    duplicated = model.tied_embeddings & (pp > 1)
-    bf16 = minimum(where(duplicated, 2.0, 1.0 if model.tied_embeddings else 2.0) * matrix, dense_params)
-    copy = where(duplicated, matrix, 0.0)
+    # tied: one matrix on a single stage, two over several (the last stage's copy lies outside the count)
+    copy = where(model.tied_embeddings & (pp > 1), matrix, 0.0)
+    bf16 = minimum((1.0 if model.tied_embeddings else 2.0) * matrix + copy, dense_params)
     return 1.0 + ((weight_bytes - 1.0) * bf16 + copy) / max(dense_params, 1.0)
 
 

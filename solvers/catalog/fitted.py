@@ -96,7 +96,11 @@ def fitted_efficiency(accelerator: str, legacy: float) -> float:
     Example: an H800 -> the Hopper family's figure; an MI300X -> 0.42 unchanged.
     """
     family = efficiency_family_of(accelerator)
+    return legacy if family is None else family_efficiency(family)
+
+
+def family_efficiency(family: str) -> float:
+    """The fitted large-GEMM efficiency of a calibration family; a family without a fitted figure takes Hopper's.
+    Example: "blackwell_ultra" -> the written calibration's figure for GB300."""
     table = FITTED["compute_efficiency"]
-    if family is not None:
-        return float(table.get(family, table["hopper"]))
-    return legacy
+    return float(table.get(family, table["hopper"]))

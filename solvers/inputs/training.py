@@ -15,9 +15,9 @@ from solvers.catalog.fitted import CONSTANTS as FITTED_CONSTANTS
 from solvers.catalog.fitted import (
     FITTED_SOURCE,
     efficiency_family_of,
+    family_efficiency,
     family_of,
     fitted_constant,
-    fitted_efficiency,
 )
 from solvers.inputs import fields
 from solvers.inputs.layout import parse_layout
@@ -264,9 +264,7 @@ def parse_training(
     ):
         # The fitted large-GEMM plateau of the accelerator's calibration family: the effects model the losses the
         # hand calibration absorbs. An accelerator of no fitted family keeps its own figure (the branch below).
-        efficiency = fitted_efficiency(
-            cluster.accelerator.catalog_ref, cluster.accelerator.compute_efficiency
-        )
+        efficiency = family_efficiency(family)
         eff_src = f"{FITTED_SOURCE}; calibration family {family}"
     else:
         efficiency = cluster.accelerator.compute_efficiency
