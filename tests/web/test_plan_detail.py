@@ -159,3 +159,45 @@ def test_run_now_query_count(
     browsers.carol.get(detail(plan))
     with django_assert_num_queries(7):
         assert browsers.carol.post(run_url(plan)).status_code == 302
+
+
+def test_a_run_finishing_while_the_page_is_read_is_never_shown_finished_without_its_result(
+    browsers: Browsers, no_broker: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker commits the result and the run's success between the page's reads of the plan and of the
+    rest: the page either shows the result or keeps following the run, never a finished run and no result
+    (the page would then stop following it and stay empty)."""
+    from scenarios import execution
+    from tests.api.inprocess import claim
+    from web.views import plans as plan_views
+
+    fields = {
+        "form": "preset",
+        "name": "Raced",
+        "model": "llama3-8b",
+        "node": "dgx-h100",
+        "gpus": "64",
+        "region": "quebec",
+        "total_tokens": "1e12",
+        "seq_len": "8192",
+        "global_batch_tokens": "4194304",
+    }
+    assert browsers.carol.post(reverse("web:plan-create"), fields).status_code == 302
+    plan = Plan.objects.get(name="Raced")
+    assert browsers.carol.post(run_url(plan)).status_code == 302
+    run = Run.objects.get(plan=plan)
+    original = plan_views._team_plan
+
+    def plan_then_worker_commits(*args: Any, **kwargs: Any) -> Plan:
+        read = original(*args, **kwargs)
+        outcome = execution.run_execute(run_id=run.pk, claim=claim())
+        assert outcome.status == "succeeded"
+        return read
+
+    monkeypatch.setattr(plan_views, "_team_plan", plan_then_worker_commits)
+    html = browsers.carol.get(detail(plan)).content.decode()
+    monkeypatch.setattr(plan_views, "_team_plan", original)
+    assert "plan_detail.js" in html or "Latest result: version 1" in html
+    # and the next read, once the page reloads, shows the result
+    html = browsers.carol.get(detail(plan)).content.decode()
+    assert "Latest result: version 1" in html and "plan_detail.js" not in html

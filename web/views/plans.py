@@ -196,6 +196,11 @@ class PlanDetailView(TeamPageMixin, View):
     """One plan's latest report, its assumptions and every result version with what changed."""
 
     def get(self, request: HttpRequest, pk: int) -> HttpResponse:
+        # The run first: a worker stores a result and marks its run succeeded in one transaction, and each
+        # statement reads what was committed when it began, so a run read as finished guarantees that the
+        # plan and results read after it hold its result. Read the other way round, a page drawn while the
+        # worker committed showed the run finished and no result, and stopped following the run.
+        run = Run.objects.filter(plan_id=pk).order_by("-queued_at", "-id").first()
         plan = _team_plan(
             self.access,
             pk,
@@ -208,7 +213,6 @@ class PlanDetailView(TeamPageMixin, View):
             plan.results.select_related("price_book", "team_price_book").defer("report").order_by("-version")
         )
         currency = results_currency([result.pk for result in results])
-        run = Run.objects.filter(plan=plan).order_by("-queued_at", "-id").first()
         report = plan_report.shown_report(plan.latest_result)
         latest = plan.latest_result
         context: dict[str, Any] = {
