@@ -382,10 +382,27 @@ def permutation_bytes(
     return PERMUTE_HBM_PASSES * tokens * top_k * hidden * element_bytes * moe_layers
 
 
-def expert_kernels_s(*, local_experts: Num, moe_layers: Num, microbatches: Num, per_expert_s: float) -> Num:
-    """Fixed time of the per-expert kernels on one GPU: ``c x local experts x MoE layers x microbatches``.
-    Example: Qwen3-30B-A3B with EP 8 (16 local experts), 48 MoE layers, 64 microbatches, c = 0.3 ms: 14.7 s."""
-    return per_expert_s * local_experts * moe_layers * microbatches
+def expert_kernels_s(
+    *,
+    local_experts: Num,
+    moe_layers: Num,
+    microbatches: Num,
+    per_expert_s: float,
+    padded: bool,
+    padded_share: float,
+) -> Num:
+    """Fixed time of the per-expert kernels on one GPU: ``c x s x local experts x MoE layers x microbatches``,
+    ``s`` = 1, or ``padded_share`` when every expert's input is padded to its capacity.
+
+    Transformer Engine's ``GroupedLinear`` launches each local expert's GEMMs (and their casts) from the host with
+    the tokens per expert as a host list. Megatron-Core's dispatchers copy those counts to the host and wait for
+    them in every MoE layer unless the input is dropped and padded to capacity (``token_dispatcher.py``,
+    ``MoEAlltoAllTokenDispatcher.preprocess`` and ``_maybe_dtoh_and_synchronize``; HybridEP likewise without a
+    known upper bound): after that wait the GPU idles while the host launches, where a padded dispatch lets the
+    host run ahead and hide its part of ``c`` behind the GPU's work. The padded share is fitted
+    (``expert_kernel_padded_share``). Example: Qwen3-30B-A3B with EP 8 (16 local experts), 48 MoE layers, 64
+    microbatches, c = 0.3 ms: 14.7 s; padded at a share of 0.4: 5.9 s."""
+    return per_expert_s * (padded_share if padded else 1.0) * local_experts * moe_layers * microbatches
 
 
 TENSOR_CORE_PRECISIONS: frozenset[str] = frozenset({"bf16", "fp16", "fp8"})

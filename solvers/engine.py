@@ -336,6 +336,8 @@ def _step(
             moe_layers=layers_busiest * moe_share,
             microbatches=m,
             per_expert_s=fx.expert_kernel_s,
+            padded=training.moe_pad_to_capacity,
+            padded_share=fx.expert_kernel_padded_share,
         )
     if fx.pipeline_ends:  # output layer (own rate) and MTP modules on the last stage; fill crosses the rest
         compute_s, fill = effects.busiest_stage_s(

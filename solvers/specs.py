@@ -323,6 +323,8 @@ class EffectsSpec:
     fp8_rate_factor: float = 0.0  # share of the FP8 peak at the BF16 efficiency; 0 = the hand calibration's
     attention_rate_factor: float = 1.0  # attention core's rate (PaLM-counted FLOPs) over the large-GEMM rate
     expert_kernel_s: float = 0.0  # fixed time per local expert, MoE layer and microbatch (forward + backward)
+    # the share of it a dispatch padded to capacity pays (no host synchronisation; effects.expert_kernels_s)
+    expert_kernel_padded_share: float = 1.0
 
     @property
     def any_on(self) -> bool:

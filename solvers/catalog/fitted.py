@@ -56,6 +56,7 @@ CONSTANTS: tuple[str, ...] = (
     "fp8_rate_factor",
     "attention_rate_factor",
     "expert_kernel_s",
+    "expert_kernel_padded_share",
 )
 
 

@@ -60,6 +60,7 @@ _CONSTANT_UNITS = {
     "fp8_rate_factor": "fraction",
     "attention_rate_factor": "ratio",
     "expert_kernel_s": "s",
+    "expert_kernel_padded_share": "fraction",
 }
 
 
@@ -248,6 +249,7 @@ def parse_training(
         fp8_rate_factor=fitted.get("fp8_rate_factor", 0.0),
         attention_rate_factor=fitted.get("attention_rate_factor", 1.0),
         expert_kernel_s=fitted.get("expert_kernel_s", 0.0),
+        expert_kernel_padded_share=fitted.get("expert_kernel_padded_share", 1.0),
     )
     # The effects' fitted constants are inputs of every step figure: listed like any default.
     if fitted and fx_path == _FX_PATH:

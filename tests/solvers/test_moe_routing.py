@@ -155,6 +155,36 @@ def test_padding_to_a_capacity_of_one_prices_the_experts_as_forced_balance() -> 
     assert roomy["step"]["step_s"] > routed["step"]["step_s"]
 
 
+def test_a_dispatch_padded_to_capacity_pays_the_fitted_share_of_the_time_per_local_expert() -> None:
+    """Padded, the dispatcher never waits for the token counts on the host, which then hides its part of the
+    per-expert time: the step is shorter than forced balance at the same mean load (both every expert at the mean),
+    and the same with the effect off (the DeepSeek-V3 example's one-kernel grouped GEMM)."""
+    from solvers.catalog.fitted import fitted_constant
+
+    share = fitted_constant("expert_kernel_padded_share")
+    assert 0.0 <= share < 1.0
+    doc = load_example("mixtral-8x7b-256xh200.yaml")
+    padded = solve(_with_training(doc, moe_capacity_factor=1.0, moe_pad_to_capacity=True), ranges=False)[
+        "step"
+    ]
+    forced = solve(_with_training(doc, moe_force_balance=True), ranges=False)["step"]
+    assert padded["step_s"] < forced["step_s"]
+    off = copy.deepcopy(doc)
+    off["training"].setdefault("efficiency", {}).setdefault("effects", {})["expert_kernels"] = False
+    padded_off = solve(_with_training(off, moe_capacity_factor=1.0, moe_pad_to_capacity=True), ranges=False)
+    assert padded_off["step"] == solve(_with_training(off, moe_force_balance=True), ranges=False)["step"]
+
+
+def test_the_time_per_local_expert_formula() -> None:
+    full = effects.expert_kernels_s(
+        local_experts=16, moe_layers=48, microbatches=64, per_expert_s=3e-4, padded=False, padded_share=0.4
+    )
+    padded = effects.expert_kernels_s(
+        local_experts=16, moe_layers=48, microbatches=64, per_expert_s=3e-4, padded=True, padded_share=0.4
+    )
+    assert full == pytest.approx(14.7456) and padded == pytest.approx(0.4 * 14.7456)
+
+
 def test_routing_fields_leave_a_dense_model_alone() -> None:
     doc = load_example("llama3-405b-16384.yaml")
     base = solve(doc, ranges=False)["step"]

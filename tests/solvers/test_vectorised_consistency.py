@@ -105,6 +105,7 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
         fp8_rate_factor=0.65,
         attention_rate_factor=0.6,
         expert_kernel_s=2e-4,
+        expert_kernel_padded_share=0.4,
     )
     return [
         ("llama3-405b-unfused", LLAMA3_405B, llama_cluster, unfused),
