@@ -27,6 +27,24 @@ class Browsers:
     anonymous: Client
 
 
+def preset_fields(**overrides: Any) -> dict[str, Any]:
+    """The dashboard's "from the catalog's presets" form for Llama 3 8B on 64 H100 in Quebec, with overrides."""
+    fields = {
+        "model": "llama3-8b",
+        "node": "dgx-h100",
+        "gpus": "64",
+        "region": "quebec",
+        "total_tokens": "1e12",
+        "seq_len": "8192",
+        "global_batch_tokens": "4194304",
+        "tp": "",
+        "pp": "",
+        "cp": "",
+    }
+    fields.update(overrides)
+    return fields
+
+
 def signed_in(user: Any) -> Client:
     client = Client()
     client.force_login(user)

@@ -11,7 +11,7 @@ from django.urls import reverse
 from scenarios.models import Plan, Run
 from tests.api import factories as f
 from tests.api.inprocess import solve_plan
-from tests.web.conftest import Browsers
+from tests.web.conftest import Browsers, preset_fields
 
 pytestmark = pytest.mark.django_db
 
@@ -91,17 +91,7 @@ def test_failed_run_shows_its_error(browsers: Browsers, plan: Plan) -> None:
 
 
 def test_created_plan_solves_and_shows_the_real_report(browsers: Browsers, no_broker: None) -> None:
-    fields = {
-        "form": "preset",
-        "name": "Solved",
-        "model": "llama3-8b",
-        "node": "dgx-h100",
-        "gpus": "64",
-        "region": "quebec",
-        "total_tokens": "1e12",
-        "seq_len": "8192",
-        "global_batch_tokens": "4194304",
-    }
+    fields = {"form": "preset", "name": "Solved", **preset_fields()}
     assert browsers.carol.post(reverse("web:plan-create"), fields).status_code == 302
     plan = Plan.objects.get(name="Solved")
     result = solve_plan(plan)
@@ -171,17 +161,7 @@ def test_a_run_finishing_while_the_page_is_read_is_never_shown_finished_without_
     from tests.api.inprocess import claim
     from web.views import plans as plan_views
 
-    fields = {
-        "form": "preset",
-        "name": "Raced",
-        "model": "llama3-8b",
-        "node": "dgx-h100",
-        "gpus": "64",
-        "region": "quebec",
-        "total_tokens": "1e12",
-        "seq_len": "8192",
-        "global_batch_tokens": "4194304",
-    }
+    fields = {"form": "preset", "name": "Raced", **preset_fields()}
     assert browsers.carol.post(reverse("web:plan-create"), fields).status_code == 302
     plan = Plan.objects.get(name="Raced")
     assert browsers.carol.post(run_url(plan)).status_code == 302

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from scenarios.models import ClusterScenario, ModelScenario, Plan, SiteScenario
 from tests.api import factories as f
-from tests.web.conftest import Browsers
+from tests.web.conftest import Browsers, preset_fields
 
 pytestmark = pytest.mark.django_db
 
@@ -169,23 +169,6 @@ def test_create_page_shows_both_forms(browsers: Browsers, django_assert_num_quer
         "Create from file",
     ):
         assert text in html, text
-
-
-def preset_fields(**overrides: Any) -> dict[str, Any]:
-    fields = {
-        "model": "llama3-8b",
-        "node": "dgx-h100",
-        "gpus": "64",
-        "region": "quebec",
-        "total_tokens": "1e12",
-        "seq_len": "8192",
-        "global_batch_tokens": "4194304",
-        "tp": "",
-        "pp": "",
-        "cp": "",
-    }
-    fields.update(overrides)
-    return fields
 
 
 def test_preset_creation_stores_three_scenarios_and_a_plan(browsers: Browsers) -> None:
