@@ -282,7 +282,9 @@ class EffectsSpec:
     expert_kernels: bool = _switch(
         "the local experts' GEMMs run as one kernel sequence per expert (Transformer Engine's GroupedLinear "
         "splits the routed tokens by expert and issues one GEMM, with its casts, per expert): a fixed time per "
-        "local expert, MoE layer and microbatch, fitted (solvers.catalog.fitted). On by default, as in "
+        "local expert, MoE layer and microbatch, fitted (solvers.catalog.fitted), of which a dispatch padded to "
+        "capacity (training.moe_pad_to_capacity), whose host never waits for the token counts, pays a fitted "
+        "share. On by default, as in "
         "Megatron-Core with Transformer Engine (TEGroupedMLP); false for single-kernel grouped GEMMs (DeepGEMM, "
         "Megatron-Core's GroupedMLP, torch._grouped_mm), which have no per-expert cost"
     )
