@@ -54,9 +54,18 @@ from solvers.errors import SolverInternalError
 from solvers.gemm_shape import fit_shape_half_dim, load_kernel_sources
 from solvers.inputs import resolve
 from solvers.layout import Layout
-from solvers.specs import EFFECT_DOCUMENT_DEFAULTS, EFFECT_SWITCHES, ClusterSpec, ModelSpec, TrainingSpec
+from solvers.specs import (
+    EFFECT_DOCUMENT_DEFAULTS,
+    EFFECT_SWITCHES,
+    ClusterSpec,
+    EffectsSpec,
+    ModelSpec,
+    TrainingSpec,
+)
 
 EFFECT_CONSTANTS: tuple[str, ...] = CONSTANTS  # the fitted file's effect constants (solvers.catalog.fitted)
+# Each constant's neutral value, the hand calibration's: EffectsSpec's default.
+NEUTRAL: dict[str, float] = {name: float(getattr(EffectsSpec(), name)) for name in EFFECT_CONSTANTS}
 PARAMS: tuple[str, ...] = tuple(f"eff_{f}" for f in FAMILIES) + EFFECT_CONSTANTS
 BOUNDS: dict[str, tuple[float, float]] = {
     # A large BF16 GEMM reaches at most ~80% of the dense peak (cuBLAS on A100 230-250 of 312 TFLOP/s, on
@@ -157,16 +166,8 @@ def prepare(corpus: Corpus, *, effects: bool | dict[str, bool] = True) -> list[P
 
 
 def _training(p: Prepared, params: dict[str, float]) -> TrainingSpec:
-    fx = replace(
-        p.training.effects,
-        shape_half_dim=params["shape_half_dim"],
-        jitter=params["jitter"],
-        moe_skew=params["moe_skew"],
-        fp8_rate_factor=params["fp8_rate_factor"],
-        attention_rate_factor=params["attention_rate_factor"],
-        expert_kernel_s=params["expert_kernel_s"],
-        expert_kernel_padded_share=params["expert_kernel_padded_share"],
-    )
+    constants: dict[str, Any] = {name: params[name] for name in EFFECT_CONSTANTS}
+    fx = replace(p.training.effects, **constants)
     efficiency = p.training.compute_efficiency if p.family is None else params[f"eff_{p.family}"]
     return replace(p.training, compute_efficiency=efficiency, effects=fx)
 
@@ -339,17 +340,9 @@ def fit(
 
 
 def legacy_params() -> dict[str, float]:
-    """The hand calibration (``solvers.catalog.calibration``) with every effect constant at zero."""
-    return {
-        **START,
-        "shape_half_dim": 0.0,
-        "jitter": 0.0,
-        "moe_skew": 0.0,
-        "fp8_rate_factor": 0.0,
-        "attention_rate_factor": 1.0,
-        "expert_kernel_s": 0.0,
-        "expert_kernel_padded_share": 1.0,
-    }
+    """The hand calibration (``solvers.catalog.calibration``) with every effect constant at its neutral value
+    (``EffectsSpec``'s default: zero, or one for the attention rate factor and the padded share)."""
+    return {**START, **NEUTRAL}
 
 
 def held_out(

@@ -49,15 +49,20 @@ FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(EFFICIENCY_FAMILY.values()))
 """The calibration families, in the table's order (each has one fitted large-GEMM efficiency)."""
 
 
-CONSTANTS: tuple[str, ...] = (
-    "shape_half_dim",
-    "jitter",
-    "moe_skew",
-    "fp8_rate_factor",
-    "attention_rate_factor",
-    "expert_kernel_s",
-    "expert_kernel_padded_share",
-)
+CONSTANT_UNITS: dict[str, str] = {
+    "shape_half_dim": "rows",
+    "jitter": "fraction",
+    "moe_skew": "fraction",
+    "fp8_rate_factor": "fraction",
+    "attention_rate_factor": "ratio",
+    "expert_kernel_s": "s",
+    "expert_kernel_padded_share": "fraction",
+}
+"""The effects' fitted constants and their units: the one list of them (the fit, the training parser and the
+reports' assumption entries go by it; each is a field of ``solvers.specs.EffectsSpec``, whose default is its
+neutral value)."""
+
+CONSTANTS: tuple[str, ...] = tuple(CONSTANT_UNITS)
 
 
 def _load() -> dict[str, Any]:
@@ -88,16 +93,6 @@ def efficiency_family_of(accelerator: str) -> str | None:
     """The calibration family of a catalog key or display name; None for any other accelerator.
     Example: "gb300" -> "blackwell_ultra", "gb200" -> "blackwell"."""
     return EFFICIENCY_FAMILY.get(catalog_key(accelerator))
-
-
-def fitted_efficiency(accelerator: str, legacy: float) -> float:
-    """The fitted large-GEMM efficiency of ``accelerator``'s family; an accelerator of no fitted family (an
-    MI300X, a custom one) keeps ``legacy``, its hand-calibrated or given value.
-
-    Example: an H800 -> the Hopper family's figure; an MI300X -> 0.42 unchanged.
-    """
-    family = efficiency_family_of(accelerator)
-    return legacy if family is None else family_efficiency(family)
 
 
 def family_efficiency(family: str) -> float:

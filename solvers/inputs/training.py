@@ -11,14 +11,15 @@ from types import MappingProxyType
 from typing import Any
 
 from solvers.catalog.attention_kernels import KERNEL_FAMILIES
-from solvers.catalog.fitted import CONSTANTS as FITTED_CONSTANTS
 from solvers.catalog.fitted import (
+    CONSTANT_UNITS,
     FITTED_SOURCE,
     efficiency_family_of,
     family_efficiency,
     family_of,
     fitted_constant,
 )
+from solvers.catalog.fitted import CONSTANTS as FITTED_CONSTANTS
 from solvers.inputs import fields
 from solvers.inputs.layout import parse_layout
 from solvers.inputs.reader import (
@@ -53,17 +54,6 @@ DEFAULT_BATCH_TOKENS = 4_194_304
 DEFAULT_SEQ_LEN = 4096
 
 
-_CONSTANT_UNITS = {
-    "shape_half_dim": "rows",
-    "jitter": "fraction",
-    "moe_skew": "fraction",
-    "fp8_rate_factor": "fraction",
-    "attention_rate_factor": "ratio",
-    "expert_kernel_s": "s",
-    "expert_kernel_padded_share": "fraction",
-}
-
-
 _KEY = itemgetter(0)  # an Assumption's key
 _EFFICIENCY_KEY = "cluster.accelerator.compute_efficiency"
 
@@ -87,7 +77,7 @@ def _given_accelerator_efficiency(r: Reader) -> bool:
 _FX_PATH = f"{PATH}.efficiency.effects"
 _FITTED: Mapping[str, float] = MappingProxyType({name: fitted_constant(name) for name in FITTED_CONSTANTS})
 _FITTED_NOTES: tuple[Assumption, ...] = tuple(
-    Assumption(f"{_FX_PATH}.{name}", value, _CONSTANT_UNITS.get(name, ""), FITTED_SOURCE)
+    Assumption(f"{_FX_PATH}.{name}", value, CONSTANT_UNITS[name], FITTED_SOURCE)
     for name, value in _FITTED.items()
 )
 
@@ -239,24 +229,16 @@ def parse_training(
 
     switches = {name: bool(value) for name, value in row_defaults(r, fx_path, fx_flags).items()}
     any_on = any(switches.values())
-    # With every effect off the constants keep their neutral values: the hand calibration, unchanged.
-    fitted = dict(_FITTED) if any_on else {}
-    effects = EffectsSpec(
-        **{name: switches[name] for name in EFFECT_SWITCHES},
-        shape_half_dim=fitted.get("shape_half_dim", 0.0),
-        jitter=fitted.get("jitter", 0.0),
-        moe_skew=fitted.get("moe_skew", 0.0),
-        fp8_rate_factor=fitted.get("fp8_rate_factor", 0.0),
-        attention_rate_factor=fitted.get("attention_rate_factor", 1.0),
-        expert_kernel_s=fitted.get("expert_kernel_s", 0.0),
-        expert_kernel_padded_share=fitted.get("expert_kernel_padded_share", 1.0),
-    )
+    # With every effect off the constants keep their neutral values (EffectsSpec's defaults): the hand
+    # calibration, unchanged.
+    fitted: dict[str, Any] = dict(_FITTED) if any_on else {}
+    effects = EffectsSpec(**{name: switches[name] for name in EFFECT_SWITCHES}, **fitted)
     # The effects' fitted constants are inputs of every step figure: listed like any default.
     if fitted and fx_path == _FX_PATH:
         r.assumptions.extend(_FITTED_NOTES)
     else:
         for name, value in fitted.items():
-            r.note(join(fx_path, name), value, _CONSTANT_UNITS.get(name, ""), FITTED_SOURCE)
+            r.note(join(fx_path, name), value, CONSTANT_UNITS[name], FITTED_SOURCE)
     if compute_eff is not None:
         efficiency, eff_src = compute_eff, SCENARIO
     elif (

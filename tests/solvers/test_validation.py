@@ -17,20 +17,25 @@ from solvers import fit as fit_module
 from solvers.catalog.accelerators import ACCELERATORS
 from solvers.catalog.calibration import COMPUTE_EFFICIENCY
 from solvers.catalog.fitted import (
+    CONSTANT_UNITS,
+    CONSTANTS,
     EFFICIENCY_FAMILY,
     FAMILIES,
     FAMILY,
     FITTED,
     FITTED_FILE,
     efficiency_family_of,
+    family_efficiency,
     family_of,
-    fitted_efficiency,
+    fitted_constant,
 )
 from solvers.catalog.uncertainty import P90_Z
 from solvers.corpus import Corpus, corpus_hash
 from solvers.fit import BOUNDS, LOSS_SCALE, cauchy_residuals, fit, held_out, prepare
 from solvers.gemm_shape import MAX_HALF
-from solvers.published import validation_corpus
+from solvers.inputs import resolve
+from solvers.published import load_example, validation_corpus
+from solvers.specs import EffectsSpec
 from solvers.step_uncertainty import MIN_RUNS
 from solvers.validation import (
     TARGET_MAX_POINTS,
@@ -353,6 +358,19 @@ def test_gb300_has_its_own_fitted_efficiency_and_stays_a_blackwell_part() -> Non
     }
     assert set(FAMILIES) == set(FITTED["compute_efficiency"])
     table = FITTED["compute_efficiency"]
-    assert fitted_efficiency("gb300", 0.1) == table["blackwell_ultra"]
-    assert fitted_efficiency("gb200", 0.1) == fitted_efficiency("b200", 0.1) == table["blackwell"]
-    assert fitted_efficiency("mi300x", 0.42) == 0.42
+    assert family_efficiency(efficiency_family_of("gb300") or "") == table["blackwell_ultra"]
+    assert family_efficiency(efficiency_family_of("gb200") or "") == table["blackwell"]
+    assert efficiency_family_of("b200") == "blackwell" and efficiency_family_of("mi300x") is None
+
+
+def test_the_effect_constants_are_one_table() -> None:
+    """Every fitted constant has a unit, is a field of ``EffectsSpec`` (whose default is the neutral value the fit's
+    hand calibration uses) and is in the written calibration; the parser gives the effects the written values."""
+    spec_fields = {f.name for f in dataclasses.fields(EffectsSpec)}
+    assert set(CONSTANTS) <= spec_fields and set(CONSTANT_UNITS) == set(CONSTANTS)
+    assert set(fit_module.NEUTRAL) == set(CONSTANTS) == set(FITTED["constants"])
+    assert (
+        fit_module.NEUTRAL["attention_rate_factor"] == fit_module.NEUTRAL["expert_kernel_padded_share"] == 1.0
+    )
+    fx = resolve(load_example("quickstart-llama3-8b-64xh100.yaml")).training.effects
+    assert {name: getattr(fx, name) for name in CONSTANTS} == {n: fitted_constant(n) for n in CONSTANTS}
