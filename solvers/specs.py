@@ -36,6 +36,8 @@ PIPELINE_SPLITS: tuple[str, ...] = ("balanced", "even")
 ZERO3_EXCHANGES: tuple[str, ...] = ("once_per_step", "every_microbatch")
 # How the MoE token dispatcher sends a token's routed copies across nodes (``training.moe_dispatch``).
 MOE_DISPATCHES: tuple[str, ...] = ("per_expert", "per_node")
+# Which Megatron-Core token dispatcher moves the routed tokens (``training.moe_token_dispatcher``).
+MOE_TOKEN_DISPATCHERS: tuple[str, ...] = ("alltoall", "flex")
 
 # Reliability conventions (``cluster.reliability``, ``training.checkpoint``) are named strings, never booleans,
 # so that a report can say which one produced a figure.
@@ -283,8 +285,9 @@ class EffectsSpec:
         "the local experts' GEMMs run as one kernel sequence per expert (Transformer Engine's GroupedLinear "
         "splits the routed tokens by expert and issues one GEMM, with its casts, per expert): a fixed time per "
         "local expert, MoE layer and microbatch, fitted (solvers.catalog.fitted), of which a dispatch padded to "
-        "capacity (training.moe_pad_to_capacity), whose host never waits for the token counts, pays a fitted "
-        "share. On by default, as in "
+        "capacity (training.moe_pad_to_capacity), whose host never waits for the token counts, and a flex "
+        "dispatch (training.moe_token_dispatcher: DeepEP, HybridEP), measured as fast as a padded one, pay a "
+        "fitted share. On by default, as in "
         "Megatron-Core with Transformer Engine (TEGroupedMLP); false for single-kernel grouped GEMMs (DeepGEMM, "
         "Megatron-Core's GroupedMLP, torch._grouped_mm), which have no per-expert cost"
     )
@@ -390,6 +393,10 @@ class TrainingSpec:
     moe_capacity_factor: float | None = None
     moe_pad_to_capacity: bool = False
     moe_force_balance: bool = False
+    # Megatron-Core's token dispatcher (``MOE_TOKEN_DISPATCHERS``): ``alltoall`` (MoEAlltoAllTokenDispatcher, and
+    # the all-gather one) or ``flex`` (MoEFlexTokenDispatcher over DeepEP or HybridEP). Read by the expert_kernels
+    # effect only: a flex dispatch pays the padded share of the time per local expert (``pays_padded_share``).
+    moe_token_dispatcher: str = "alltoall"
     # The dispatched tokens in FP8 (1 byte an element; DeepSeek-V3 §3.3.2), else in the activations' dtype
     # (Megatron-Core's dispatchers). FP8 training only.
     moe_fp8_dispatch: bool = False

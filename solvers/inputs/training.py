@@ -156,6 +156,7 @@ def parse_training(
     moe_capacity_factor = None if capacity is None else float(capacity)
     moe_pad_to_capacity = bool(table_default(r, path, "moe_pad_to_capacity", nums))
     moe_force_balance = bool(table_default(r, path, "moe_force_balance", nums))
+    moe_token_dispatcher = str(table_default(r, path, "moe_token_dispatcher", nums))
     moe_fp8_dispatch = bool(table_default(r, path, "moe_fp8_dispatch", nums))
     moe_shared_expert_overlap = bool(table_default(r, path, "moe_shared_expert_overlap", nums))
     fp8_param_gather = bool(table_default(r, path, "fp8_param_gather", nums))
@@ -275,6 +276,7 @@ def parse_training(
         moe_capacity_factor=moe_capacity_factor,
         moe_pad_to_capacity=moe_pad_to_capacity,
         moe_force_balance=moe_force_balance,
+        moe_token_dispatcher=moe_token_dispatcher,
         moe_fp8_dispatch=moe_fp8_dispatch,
         moe_shared_expert_overlap=moe_shared_expert_overlap,
         fp8_param_gather=fp8_param_gather,
@@ -295,6 +297,7 @@ def parse_training(
         "moe_capacity_factor": moe_capacity_factor,
         "moe_pad_to_capacity": moe_pad_to_capacity,
         "moe_force_balance": moe_force_balance,
+        "moe_token_dispatcher": moe_token_dispatcher,
         "moe_fp8_dispatch": moe_fp8_dispatch,
         "moe_shared_expert_overlap": moe_shared_expert_overlap,
         "fp8_param_gather": fp8_param_gather,

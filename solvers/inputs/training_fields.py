@@ -30,6 +30,7 @@ from solvers.specs import (
     GRAD_REDUCE_DTYPES,
     INTERVAL_METHODS,
     MOE_DISPATCHES,
+    MOE_TOKEN_DISPATCHERS,
     OPTIMIZERS,
     PIPELINE_SPLITS,
     PRECISIONS,
@@ -203,6 +204,15 @@ TRAINING_FIELDS: tuple[Field, ...] = (
         source="convention: tokens go where the learned router sends them; true = the router bypassed for "
         "benchmarks, balanced in expectation and priced at the mean load (Megatron-Core's "
         "moe_router_force_load_balancing, random logits)",
+    ),
+    choice(
+        "training.moe_token_dispatcher",
+        MOE_TOKEN_DISPATCHERS,
+        "alltoall",
+        source="convention: Megatron-Core's all-to-all token dispatcher (moe_token_dispatcher_type 'alltoall', "
+        "the Megatron-Bridge models' default; the all-gather dispatcher is priced alike); flex = "
+        "MoEFlexTokenDispatcher over DeepEP or HybridEP (moe_flex_dispatcher_backend), whose dropless dispatch "
+        "pays the padded share of the time per local expert (docs/CONVENTIONS.md, expert_kernels)",
     ),
     flag(
         "training.moe_fp8_dispatch",

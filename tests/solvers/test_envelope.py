@@ -148,7 +148,9 @@ def test_default_search_best_for_llama3_405b_is_within_5_percent_or_warns(llama3
     """Done-when (issue 13), as a search answers by default (within_validated true).
 
     Measured: the best inside the envelope is tp 4, cp 2, pp 16 (interleaved 8, FP32 reduce-scatter as the
-    scenario states), predicted 4.94% faster than Table 4's layout (6.219 s against 6.542 s) once Megatron-Bridge's
+    scenario states), predicted 4.93% faster than Table 4's layout (6.227 s against 6.550 s) once a flex dispatcher
+    (training.moe_token_dispatcher: DeepEP, HybridEP) paid the padded share of the time per local expert, whose refit
+    lowered the Hopper efficiency 0.6726 -> 0.6717; 4.94% (6.219 s against 6.542 s) once Megatron-Bridge's
     25.09 rows (megatron-bridge-2509, padded token drop) joined the corpus, whose refit raised the Hopper efficiency
     0.6671 -> 0.6726; 4.91% (6.251 s against 6.574 s) once a dispatch padded
     to capacity paid only its fitted share of the time per local expert (expert_kernel_padded_share), whose refit

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from solvers import ScenarioError, collectives, effects, pipeline, resolve, solve
 from solvers.published import load_example
-from solvers.specs import MOE_DISPATCHES, SCHEDULES
+from solvers.specs import MOE_DISPATCHES, MOE_TOKEN_DISPATCHERS, SCHEDULES
 
 DEEPSEEK = "deepseek-v3-2048xh800.yaml"
 H800 = collectives.Links(up_gb_s=160.0, up_latency_us=3.0, out_gb_s=50.0, out_latency_us=5.0, gpus_per_node=8)
@@ -175,6 +175,32 @@ def test_a_dispatch_padded_to_capacity_pays_the_fitted_share_of_the_time_per_loc
     assert padded_off["step"] == solve(_with_training(off, moe_force_balance=True), ranges=False)["step"]
 
 
+def test_a_flex_dispatcher_pays_the_padded_share_even_dropless() -> None:
+    """DeepEP and HybridEP (training.moe_token_dispatcher flex) are priced as a padded dispatch: at the same mean
+    load a dropless flex run takes the step of a padded all-to-all one, shorter than a dropless all-to-all run; the
+    dispatcher moves nothing else (the same step with the effect off)."""
+    doc = load_example("mixtral-8x7b-256xh200.yaml")
+    flex_doc = _with_training(doc, moe_force_balance=True, moe_token_dispatcher="flex")
+    padded_doc = _with_training(doc, moe_capacity_factor=1.0, moe_pad_to_capacity=True)
+    flex = solve(flex_doc, ranges=False)["step"]
+    padded = solve(padded_doc, ranges=False)["step"]
+    alltoall = solve(_with_training(doc, moe_force_balance=True), ranges=False)["step"]
+    assert flex == padded
+    assert flex["step_s"] < alltoall["step_s"]
+    off = copy.deepcopy(doc)
+    off["training"].setdefault("efficiency", {}).setdefault("effects", {})["expert_kernels"] = False
+    assert (
+        solve(_with_training(off, moe_token_dispatcher="flex"), ranges=False)["step"]
+        == solve(off, ranges=False)["step"]
+    )
+
+
+def test_which_runs_pay_the_padded_share() -> None:
+    assert effects.pays_padded_share(pad=True, dispatcher="alltoall")
+    assert effects.pays_padded_share(pad=False, dispatcher="flex")
+    assert not effects.pays_padded_share(pad=False, dispatcher="alltoall")
+
+
 def test_the_time_per_local_expert_formula() -> None:
     full = effects.expert_kernels_s(
         local_experts=16, moe_layers=48, microbatches=64, per_expert_s=3e-4, padded=False, padded_share=0.4
@@ -205,6 +231,11 @@ def test_routing_fields_leave_a_dense_model_alone() -> None:
         ({"moe_capacity_factor": 0}, "training.moe_capacity_factor", "> 0"),
         ({"moe_capacity_factor": "lots"}, "training.moe_capacity_factor", "number"),
         ({"moe_dispatch": "per_rank"}, "training.moe_dispatch", ", ".join(MOE_DISPATCHES)),
+        (
+            {"moe_token_dispatcher": "deepep"},
+            "training.moe_token_dispatcher",
+            ", ".join(MOE_TOKEN_DISPATCHERS),
+        ),
         ({"moe_force_balance": "yes"}, "training.moe_force_balance", "true or false"),
         (
             {"moe_fp8_dispatch": True, "precision": "bf16"},
@@ -256,6 +287,7 @@ def test_the_resolved_document_says_how_tokens_are_routed() -> None:
     assert training["moe_dispatch"] == "per_node"
     assert training["moe_capacity_factor"] is None
     assert training["moe_pad_to_capacity"] is False and training["moe_force_balance"] is False
+    assert training["moe_token_dispatcher"] == "alltoall"
     assert training["moe_fp8_dispatch"] is True
     assert r.document["model"]["moe"]["max_nodes_per_token"] == 4
     assert r.model.moe is not None and r.model.moe.max_nodes_per_token == 4
