@@ -402,12 +402,12 @@ def expert_kernels_s(
     moe_layers: Num,
     microbatches: Num,
     per_expert_s: float,
-    padded: bool,
+    pays_share: bool,
     padded_share: float,
 ) -> Num:
     """Fixed time of the per-expert kernels on one GPU: ``c x s x local experts x MoE layers x microbatches``,
-    ``s`` = 1, or ``padded_share`` when every expert's input is padded to its capacity or the dispatcher is a
-    flex one (``padded``: ``pays_padded_share``).
+    ``s`` = 1, or ``padded_share`` when the run pays it (``pays_share``: every expert's input padded to its
+    capacity, or a flex dispatcher; ``pays_padded_share``).
 
     Transformer Engine's ``GroupedLinear`` launches each local expert's GEMMs (and their casts) from the host with
     the tokens per expert as a host list. Megatron-Core's dispatchers copy those counts to the host and wait for
@@ -417,7 +417,7 @@ def expert_kernels_s(
     host run ahead and hide its part of ``c`` behind the GPU's work. The padded share is fitted
     (``expert_kernel_padded_share``). Example: Qwen3-30B-A3B with EP 8 (16 local experts), 48 MoE layers, 64
     microbatches, c = 0.3 ms: 14.7 s; padded at a share of 0.4: 5.9 s."""
-    return per_expert_s * (padded_share if padded else 1.0) * local_experts * moe_layers * microbatches
+    return per_expert_s * (padded_share if pays_share else 1.0) * local_experts * moe_layers * microbatches
 
 
 TENSOR_CORE_PRECISIONS: frozenset[str] = frozenset({"bf16", "fp16", "fp8"})

@@ -336,7 +336,7 @@ def _step(
             moe_layers=layers_busiest * moe_share,
             microbatches=m,
             per_expert_s=fx.expert_kernel_s,
-            padded=effects.pays_padded_share(
+            pays_share=effects.pays_padded_share(
                 pad=training.moe_pad_to_capacity, dispatcher=training.moe_token_dispatcher
             ),
             padded_share=fx.expert_kernel_padded_share,

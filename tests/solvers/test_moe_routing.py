@@ -203,10 +203,15 @@ def test_which_runs_pay_the_padded_share() -> None:
 
 def test_the_time_per_local_expert_formula() -> None:
     full = effects.expert_kernels_s(
-        local_experts=16, moe_layers=48, microbatches=64, per_expert_s=3e-4, padded=False, padded_share=0.4
+        local_experts=16,
+        moe_layers=48,
+        microbatches=64,
+        per_expert_s=3e-4,
+        pays_share=False,
+        padded_share=0.4,
     )
     padded = effects.expert_kernels_s(
-        local_experts=16, moe_layers=48, microbatches=64, per_expert_s=3e-4, padded=True, padded_share=0.4
+        local_experts=16, moe_layers=48, microbatches=64, per_expert_s=3e-4, pays_share=True, padded_share=0.4
     )
     assert full == pytest.approx(14.7456) and padded == pytest.approx(0.4 * 14.7456)
 
