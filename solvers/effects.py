@@ -390,7 +390,8 @@ def pays_padded_share(*, pad: bool, dispatcher: str) -> bool:
     The padded case follows from the code (``expert_kernels_s``). The flex case is empirical: at the same cells
     Megatron-Bridge's HybridEP dropless row runs as fast as its padded all-to-all row (Qwen3-30B-A3B on 8 GB200,
     MBS 4, EP 8, MXFP8: 23,766 tokens/s per GPU at 25.11 against 23,723 at 25.09), where its all-to-all dropless
-    rows run 1.3 to 2.0 times slower than padded (25.11 against 25.09 on H100 and B200). In code both dispatchers
+    Qwen3 rows run 1.3 to 2.0 times slower than padded (25.11 against 25.09 on H100 and B200; its DeepSeek-V3 on
+    256 B200 runs alike both ways). In code both dispatchers
     wait on the host once per MoE layer when dropless, so which part of the host's time HybridEP hides is not
     established. Example: ``pays_padded_share(pad=False, dispatcher="flex")`` is True."""
     return pad or dispatcher == "flex"
