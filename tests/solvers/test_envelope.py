@@ -151,9 +151,8 @@ def test_default_search_best_for_llama3_405b_is_within_5_percent_or_warns(llama3
     scenario states), predicted 4.92% faster than Table 4's layout (6.236 s against 6.559 s) once audits of
     Korthikanti et al.'s, Megatron-Bridge 25.09's and MLPerf v6.0's rows corrected their embeddings, gradient dtype,
     expert TP, recompute and vocabulary, whose refit lowered the Hopper efficiency 0.6702 -> 0.6701; 4.92% (6.235 s
-    against 6.558 s) once DGX Cloud 25.01's
-    Llama 3.1 405B rows stated their GPT-2 vocabulary (51,200 padded), whose refit lowered the Hopper efficiency
-    0.6714 -> 0.6702; 4.93% (6.227 s against 6.550 s) once MLPerf's Llama 3.1
+    against 6.558 s) once DGX Cloud 25.01's Llama 3.1 405B rows stated their GPT-2 vocabulary (51,200 padded), whose
+    refit lowered the Hopper efficiency 0.6714 -> 0.6702; 4.93% (6.227 s against 6.550 s) once MLPerf's Llama 3.1
     405B rows stated the benchmark's vocabulary (the Mixtral tokenizer's 32,000 tokens, padded by TP), whose refit
     lowered the Hopper efficiency 0.6717 -> 0.6714; the same once a flex dispatcher
     (training.moe_token_dispatcher: DeepEP, HybridEP) paid the padded share of the time per local expert, whose refit
