@@ -1,10 +1,12 @@
 """The validation corpus: published training runs as data (``corpus/<source-id>.yaml`` beside ``examples/``).
 
 One file per independent source (a paper, one MLPerf round of one submitter, a vendor report); its runs are
-held out together in leave-one-source-out cross-validation (``solvers.fit``). Format (every field checked here,
-errors name the file, the run id and the field)::
+held out together in leave-one-source-out cross-validation (``solvers.fit``). Sources of one publication series
+(releases of one vendor table, one MLPerf round's submitters on one implementation) name their ``family``; the
+validation also holds each family out as a whole (``solvers.validation``), a stricter check than source by source.
+Format (every field checked here, errors name the file, the run id and the field)::
 
-    source: {id: <file stem>, title, url, kind: paper|mlperf|vendor|repository, team}
+    source: {id: <file stem>, title, url, kind: paper|mlperf|vendor|repository, team, family}  # family: optional
     runs:
       - id: <unique across the corpus>
         where: "Table 5, row '175B'"          # table, figure, page or section
@@ -80,6 +82,7 @@ class Source:
     url: str
     kind: str
     team: str = ""
+    family: str = ""  # the publication series held out with it; "" is the source alone (``Corpus.families``)
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,13 @@ class Corpus:
 
     def source_ids(self) -> list[str]:
         return [s.id for s in self.sources]
+
+    def families(self) -> dict[str, str]:
+        """Each source id's family: its ``family`` or, where it names none, its own id.
+
+        Example: sources ``a`` (family ``x``), ``b`` (family ``x``) and ``c`` give ``{"a": "x", "b": "x", "c": "c"}``.
+        """
+        return {s.id: s.family or s.id for s in self.sources}
 
 
 def _fail(file: str, run: str | None, field_name: str, message: str) -> CorpusError:
@@ -177,8 +187,16 @@ def parse_source_file(
     if texts["kind"] not in KINDS:
         raise _fail(file, None, "source.kind", f"must be one of {', '.join(KINDS)}")
     team = raw_source.get("team") or ""
+    family = raw_source.get("family", "")
+    if not isinstance(family, str) or ("family" in raw_source and not family.strip()):
+        raise _fail(file, None, "source.family", "must be a non-empty string (a publication series' id)")
     source = Source(
-        id=texts["id"], title=texts["title"], url=texts["url"], kind=texts["kind"], team=str(team)
+        id=texts["id"],
+        title=texts["title"],
+        url=texts["url"],
+        kind=texts["kind"],
+        team=str(team),
+        family=family.strip(),
     )
     raw_runs = data.get("runs")
     if not isinstance(raw_runs, list) or not raw_runs:

@@ -33,7 +33,7 @@ a fit takes about 6 s on one core and the 28 refits about 140 s.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
@@ -351,22 +351,40 @@ def legacy_params() -> dict[str, float]:
 
 
 def held_out(
-    prepared: list[Prepared], *, effects: bool = True, fixed: Mapping[str, float] | None = None
+    prepared: list[Prepared],
+    *,
+    effects: bool = True,
+    fixed: Mapping[str, float] | None = None,
+    groups: Mapping[str, str] | None = None,
+    reuse: Sequence[dict[str, Any]] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Leave one source out: each source predicted by the constants fitted without it.
 
-    Returns one step row per run (in corpus order) and the constants fitted for each source.
+    Returns one step row per run (in corpus order) and the constants fitted for each fold, by the id of what it
+    left out. ``groups`` maps a source id to the group held out with it (a publication family,
+    ``Corpus.families``; a source it does not name is its own group). ``reuse``, the rows of a leave-one-source-out
+    pass in corpus order, stands for every group of one source, which that pass has already predicted, so only the
+    groups of several sources are refitted.
+
+    Example: sources ``a`` and ``b`` of family ``x`` and a source ``c``, with ``groups`` and ``reuse``: one refit,
+    without ``a`` and ``b``, predicts both; ``c``'s rows are ``reuse``'s.
     """
+    group_of = dict(groups or {})
     rows: list[dict[str, Any] | None] = [None] * len(prepared)
-    by_source: dict[str, dict[str, float]] = {}
+    by_group: dict[str, dict[str, float]] = {}
     if effects and fixed is None:  # one kernel fit for every fold
         fixed = kernel_constants()
-    sources = list(dict.fromkeys(p.run.source for p in prepared))
-    for source in sources:
-        train = [p for p in prepared if p.run.source != source]
-        params = fit(train, effects=effects, fixed=fixed)
-        by_source[source] = params
-        for i, p in enumerate(prepared):
-            if p.run.source == source:
-                rows[i] = predict_row(p, params)
-    return [r for r in rows if r is not None], by_source
+    keys = [group_of.get(p.run.source, p.run.source) for p in prepared]
+    for group in dict.fromkeys(keys):
+        members = [i for i, key in enumerate(keys) if key == group]
+        if reuse is not None and len({prepared[i].run.source for i in members}) == 1:
+            for i in members:
+                rows[i] = reuse[i]
+            continue
+        params = fit(
+            [p for p, key in zip(prepared, keys, strict=True) if key != group], effects=effects, fixed=fixed
+        )
+        by_group[group] = params
+        for i in members:
+            rows[i] = predict_row(prepared[i], params)
+    return [r for r in rows if r is not None], by_group

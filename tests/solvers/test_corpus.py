@@ -44,6 +44,8 @@ def test_a_good_file_parses() -> None:
         ("id: demo-2024,", "id: other,", "field 'source.id'"),
         ("example: megatron-sc21-1.7b.yaml", "example: nope.yaml", "field 'example'"),
         ('notes: "all stated"', 'notes: "x"\n    series: s1', "field 'series_kind'"),
+        ("team: demo}", "team: demo, family: 7}", "field 'source.family'"),
+        ("team: demo}", 'team: demo, family: " "}', "field 'source.family'"),
     ],
 )
 def test_faults_name_file_run_and_field(old: str, new: str, field: str) -> None:
@@ -53,6 +55,31 @@ def test_faults_name_file_run_and_field(old: str, new: str, field: str) -> None:
     assert "corpus/demo-2024.yaml" in message and field in message
     if "source" not in field:
         assert "demo-2024-a" in message
+
+
+def test_a_source_is_its_own_family_unless_it_names_one(tmp_path: Path) -> None:
+    (tmp_path / "demo-2024.yaml").write_text(
+        GOOD.replace("team: demo}", "team: demo, family: demo}"), encoding="utf-8"
+    )
+    (tmp_path / "demo-2025.yaml").write_text(
+        GOOD.replace("demo-2024", "demo-2025").replace("team: demo}", "team: demo, family: demo}"),
+        encoding="utf-8",
+    )
+    (tmp_path / "other-2024.yaml").write_text(GOOD.replace("demo-2024", "other-2024"), encoding="utf-8")
+    assert load_corpus(tmp_path).families() == {
+        "demo-2024": "demo",
+        "demo-2025": "demo",
+        "other-2024": "other-2024",
+    }
+
+
+def test_the_corpus_families_group_sources_of_one_series() -> None:
+    """Every family of several sources is one publication series: its sources' ids share the family's id as a
+    prefix (releases of one table, one MLPerf round's submitters)."""
+    families = CORPUS.families()
+    for source, family in families.items():
+        assert source == family or source.startswith(family + "-"), (source, family)
+    assert sum(1 for s, f in families.items() if s != f) >= 2
 
 
 def test_duplicate_ids_are_refused(tmp_path: Path) -> None:

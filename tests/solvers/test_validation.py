@@ -40,6 +40,7 @@ from solvers.step_uncertainty import MIN_RUNS
 from solvers.validation import (
     TARGET_MAX_POINTS,
     constants_across_folds,
+    family_summary,
     kendall_tau,
     range_coverage,
     source_bootstrap,
@@ -163,6 +164,47 @@ def test_held_out_predicts_each_source_without_it(small: Corpus) -> None:
     rows, by_source = held_out(prepared)
     assert len(rows) == len(prepared)
     assert set(by_source) == {p.run.source for p in prepared}
+
+
+def test_a_family_is_held_out_as_a_whole(small: Corpus) -> None:
+    """Two sources of one family: one refit without both predicts both; the third source, a family of its own,
+    keeps the leave-one-source-out rows it is given (not refitted)."""
+    prepared = prepare(small)
+    a, b, c = small.source_ids()
+    rows, by_source = held_out(prepared)
+    family_rows, by_group = held_out(prepared, groups={a: "x", b: "x"}, reuse=rows)
+    assert set(by_group) == {"x"}
+    without_both = fit([p for p in prepared if p.run.source == c])
+    assert by_group["x"] == without_both
+    for p, row, family_row in zip(prepared, rows, family_rows, strict=True):
+        if p.run.source == c:
+            assert family_row is row
+        else:
+            assert family_row == fit_module.predict_row(p, without_both)
+            assert by_source[p.run.source] != without_both  # a fold without one source only is another fit
+
+
+def test_family_summary_worked_example() -> None:
+    def run(source: str, family: str, by_family: float, by_source: float) -> dict[str, object]:
+        return {
+            "source": source,
+            "family": family,
+            "held_out_by_family": {"error_points": by_family},
+            "held_out": {"error_points": by_source},
+        }
+
+    out = family_summary([run("a", "x", 2.0, 1.0), run("b", "x", -4.0, 3.0), run("c", "c", 5.0, 5.0)])
+    assert out["families"] == 2 and out["mean_abs_points"] == pytest.approx(11 / 3)
+    assert out["max_abs_points"] == 5.0 and out["within_8_points"] == 3
+    assert out["multi_source_families"] == [
+        {
+            "family": "x",
+            "sources": ["a", "b"],
+            "runs": 2,
+            "held_out_mean_abs_points": 3.0,
+            "source_held_out_mean_abs_points": 2.0,
+        }
+    ]
 
 
 def test_the_written_files_have_the_agreed_format() -> None:
