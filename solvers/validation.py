@@ -267,7 +267,7 @@ def _mean_abs(values: list[float]) -> float:
 
 def family_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The held-out headline with each publication family left out as a whole (``held_out_by_family`` of each
-    run), and for each family of several sources its mean error so against one source at a time.
+    run), and for each family of several sources its mean error against the same runs held out one source at a time.
 
     Example: runs of sources ``a`` and ``b`` (family ``x``) 2 and 4 points off held out by family, 1 and 3 by
     source, and of ``c`` 5 points both ways: mean 11/3 points, and family ``x`` 3.0 against 2.0.
