@@ -94,6 +94,7 @@ FABRIC_ACHIEVABLE: dict[str, tuple[float, str]] = {
     "infiniband-xdr": (0.85, _IB + "; carried over to XDR"),
     "roce-200g": (0.80, _ROCE),
     "roce-400g": (0.80, _ROCE),
+    "roce-800g": (0.80, _ROCE + "; carried over to 800G"),
     "ethernet-100g": (0.70, "estimate: commodity Ethernet without RDMA tuning; TCP/IP overheads"),
 }
 

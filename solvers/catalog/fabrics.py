@@ -145,6 +145,18 @@ FABRICS: dict[str, dict[str, Any]] = {
             "estimate 6 us per ring step",
         },
     },
+    "roce-800g": {
+        "name": "RoCEv2 800 Gb/s Ethernet per GPU",
+        "scope": "scale_out",
+        "nominal_gb_s": 100.0,
+        "latency_us": 6.0,
+        "sources": {
+            "nominal_gb_s": "NVIDIA Spectrum-X with ConnectX-8 SuperNICs: 800 Gb/s = 100 GB/s per GPU per direction "
+            "(e.g. four 200 Gb/s ports a GPU, CoreWeave's GB300 NVL72 systems in MLPerf Training v6.0)",
+            "latency_us": "RoCE adds Ethernet switch latency and congestion control over InfiniBand; "
+            "estimate 6 us per ring step",
+        },
+    },
     "ethernet-100g": {
         "name": "Ethernet 100 Gb/s (TCP or RoCE), one NIC per GPU",
         "scope": "scale_out",
