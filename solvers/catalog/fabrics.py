@@ -21,6 +21,11 @@ _NCCL_LAT_OUT = (
     "alpha of one NCCL ring step across RDMA NICs, ~5 us (switch hops + NIC + proxy); CONTRACT.md v1 example"
 )
 
+# The RoCE fabrics' latency, one estimate whatever the line rate (the switch and congestion control, not the link).
+_ROCE_LAT = (
+    "RoCE adds Ethernet switch latency and congestion control over InfiniBand; estimate 6 us per ring step"
+)
+
 FABRICS: dict[str, dict[str, Any]] = {
     "nvlink3": {
         "name": "NVLink 3 (A100, NVSwitch gen 2)",
@@ -129,8 +134,7 @@ FABRICS: dict[str, dict[str, Any]] = {
         "latency_us": 6.0,
         "sources": {
             "nominal_gb_s": "200 GbE port = 25 GB/s per direction",
-            "latency_us": "RoCE adds Ethernet switch latency and congestion control over InfiniBand; "
-            "estimate 6 us per ring step",
+            "latency_us": _ROCE_LAT,
         },
     },
     "roce-400g": {
@@ -141,8 +145,7 @@ FABRICS: dict[str, dict[str, Any]] = {
         "sources": {
             "nominal_gb_s": "400 GbE port = 50 GB/s per direction (Meta RoCE and Alibaba HPN fabrics use "
             "400G per GPU)",
-            "latency_us": "RoCE adds Ethernet switch latency and congestion control over InfiniBand; "
-            "estimate 6 us per ring step",
+            "latency_us": _ROCE_LAT,
         },
     },
     "roce-800g": {
@@ -153,8 +156,7 @@ FABRICS: dict[str, dict[str, Any]] = {
         "sources": {
             "nominal_gb_s": "NVIDIA Spectrum-X with ConnectX-8 SuperNICs: 800 Gb/s = 100 GB/s per GPU per direction "
             "(e.g. four 200 Gb/s ports a GPU, CoreWeave's GB300 NVL72 systems in MLPerf Training v6.0)",
-            "latency_us": "RoCE adds Ethernet switch latency and congestion control over InfiniBand; "
-            "estimate 6 us per ring step",
+            "latency_us": _ROCE_LAT,
         },
     },
     "ethernet-100g": {
