@@ -248,12 +248,13 @@ def _placed(*, kind: int, group_size: Num, stride: Num, message_bytes: Num, link
 
 
 class NodeDispatch(NamedTuple):
-    """An all-to-all that sends one copy of a token per target node (``placed_all_to_all_s``): the message
-    holds ``copies`` copies of each token (its routed experts), which lie on at most ``max_nodes`` nodes
-    (None: any number)."""
+    """An all-to-all that sends one copy of a token per target node and per target GPU
+    (``placed_all_to_all_s``): the message holds ``copies`` copies of each token (its routed experts), which
+    lie on at most ``max_nodes`` nodes and at most ``max_gpus`` GPUs (None: any number)."""
 
     copies: int
     max_nodes: int | None
+    max_gpus: int | None = None
 
 
 def node_copies(*, copies: int, nodes: Num, max_nodes: int | None) -> Num:
@@ -302,6 +303,14 @@ def placed_all_to_all_s(
     per-copy NIC bytes; NVLink carries every copy whose expert is not on the GPU it lands on, ``(k-1)/k`` of
     ``S`` (the same node's copies and the forwarded ones). The combine runs the same way back. Example: the
     same EP 64 with DeepSeek-V3's c = 8 and M = 4: 3.6 / 8 x 87.5 = 39.4 MB on the NIC, 87.5 MB on NVLink.
+
+    The scale-up link, too, carries one copy per distinct target GPU, not per expert (DeepEP's layout counts
+    ``num_tokens_per_rank`` from ``is_token_in_rank``, and its combine sums a GPU's experts' outputs before
+    sending one back): ``gpu_copies / c`` of that share, the expected distinct GPUs of ``c`` copies spread
+    evenly over the ``R`` GPUs a token may reach (the group, at most ``k`` per reachable node, at most
+    ``max_gpus``: device-limited routing, DeepSeek-V2 §2.2.1). A cap of ``max_gpus`` GPUs caps the nodes too.
+    Example: the same EP 64 with M = 4: R = 32, 7.16 / 8 x 87.5 = 78.3 MB on NVLink; Qwen3-30B-A3B's c = 8 at
+    EP 8 in one node with each token's experts on one GPU (``max_gpus`` 1): 1/8 of the per-expert bytes.
     """
     n = maximum(group_size, 1)
     k = _members(n, stride, links.gpus_per_node)
@@ -309,9 +318,14 @@ def placed_all_to_all_s(
         up_bytes = (k - 1) / n * message_bytes
         nic_bytes = (n - k) / n * message_bytes
     else:
-        reached = node_copies(copies=per_node.copies, nodes=n / k, max_nodes=per_node.max_nodes)
-        up_bytes = (k - 1) / k * message_bytes
-        nic_bytes = reached / per_node.copies * (n - k) / n * message_bytes
+        c, max_gpus = per_node.copies, per_node.max_gpus
+        node_cap = per_node.max_nodes if max_gpus is None else min(max_gpus, per_node.max_nodes or max_gpus)
+        reached = node_copies(copies=c, nodes=n / k, max_nodes=node_cap)
+        reach_gpus = n if per_node.max_nodes is None else minimum(n, per_node.max_nodes * k)
+        reach_gpus = reach_gpus if max_gpus is None else minimum(reach_gpus, float(max_gpus))
+        gpus = node_copies(copies=c, nodes=reach_gpus, max_nodes=None)
+        up_bytes = gpus / c * (k - 1) / k * message_bytes
+        nic_bytes = reached / c * (n - k) / n * message_bytes
     up_s = transfer_s(
         bytes_=up_bytes,
         bandwidth_gb_s=links.up_gb_s,

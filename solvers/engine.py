@@ -166,6 +166,10 @@ def _step(
     global_seqs = training.global_batch_tokens // s
     microbatches = maximum(global_seqs // (dp * b), 1)
     m = 1.0 * microbatches
+    # a pipeline filled and drained once per flush of at most f microbatches (training.pipeline_flush_microbatches)
+    f = training.pipeline_flush_microbatches
+    flush_mb = microbatches if f is None else minimum(microbatches, f)
+    flushes = 1 if f is None else -(-microbatches // f)
 
     # --- compute ---------------------------------------------------------------------------------------
     flops_per_token = compute.model_flops_per_token(model=model, seq_len=s)
@@ -501,7 +505,7 @@ def _step(
             moe_layers_mean=layers_mean * moe_share,
             full_recompute=full_recompute,
             links=links,
-            per_node=collectives.NodeDispatch(moe.top_k, moe.max_nodes_per_token)
+            per_node=collectives.NodeDispatch(moe.top_k, moe.max_nodes_per_token, moe.max_gpus_per_token)
             if training.moe_dispatch == "per_node"
             else None,
             expert_tp=etp,
@@ -526,7 +530,7 @@ def _step(
     unpaired: Num = 0.0  # moe_overhead: Megatron-Core hides a dispatch only in the steady 1F1B phase
     if fx.moe_overhead and moe is not None:
         unpaired = pipeline.unpaired_share(
-            schedule=schedule, pp=pp, microbatches=m, virtual_stages=lay.virtual_stages
+            schedule=schedule, pp=pp, microbatches=1.0 * flush_mb, virtual_stages=lay.virtual_stages
         )
     hidden_ep = minimum(ov.ep * (1.0 - unpaired) * ep_x.time_s, compute_s * moe_share)
     if training.moe_shared_expert_overlap and moe is not None:
@@ -564,10 +568,10 @@ def _step(
     microbatch_s = compute_s / m
 
     # --- pipeline ----------------------------------------------------------------------------------------
-    bubble = pipeline.bubble_s(
+    bubble = flushes * pipeline.bubble_s(
         schedule=schedule,
         pp=pp,
-        microbatches=microbatches,
+        microbatches=flush_mb,
         virtual_stages=lay.virtual_stages,
         microbatch_s=microbatch_s * fill,  # the fill and drain cross the other stages
         recompute_forward_share=recompute_per_token / (flops_per_token / 3.0),
@@ -595,7 +599,7 @@ def _step(
         layers_on_stage=layers_busiest,
     )
     in_flight = pipeline.microbatches_in_flight(
-        schedule=schedule, pp=pp, microbatches=microbatches, virtual_stages=lay.virtual_stages
+        schedule=schedule, pp=pp, microbatches=flush_mb, virtual_stages=lay.virtual_stages
     )
     activations = memory.activation_bytes(
         model=model,

@@ -69,6 +69,9 @@ class MoESpec:
     # Node-limited routing (DeepSeek-V3 §2.1.2): each token's routed experts lie on at most this many nodes;
     # None: not limited. Read only with ``training.moe_dispatch`` ``per_node`` (``solvers.exchanges``).
     max_nodes_per_token: int | None = None
+    # Device-limited routing (DeepSeek-V2 §2.2.1): each token's routed experts lie on at most this many GPUs;
+    # None: not limited. Read only with ``per_node``, whose dispatcher sends a token once per target GPU.
+    max_gpus_per_token: int | None = None
 
 
 @dataclass(frozen=True)
@@ -406,6 +409,10 @@ class TrainingSpec:
     # The shared experts computed beside the dispatch and combine all-to-alls (Megatron-Core's
     # moe_shared_expert_overlap), hiding up to their math of the expert-parallel exchange.
     moe_shared_expert_overlap: bool = False
+    # The microbatches of one pipeline flush (``training.pipeline_flush_microbatches``): a framework that runs
+    # each gradient-accumulation step as its own schedule fills and drains the pipeline once per step of that
+    # many microbatches; None: every microbatch of the step in one flush (Megatron-Core).
+    pipeline_flush_microbatches: int | None = None
     effects: EffectsSpec = field(default_factory=EffectsSpec)
 
 

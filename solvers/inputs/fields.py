@@ -119,6 +119,15 @@ FIELDS: tuple[Field, ...] = (
         source="convention: routing not limited by node (node-limited routing: DeepSeek-V3 §2.1.2, at most 4 "
         "nodes a token; read only with training.moe_dispatch per_node)",
     ),
+    integer(
+        "model.moe.max_gpus_per_token",
+        1,
+        MAX_GPUS,
+        nullable=True,
+        default=None,
+        source="convention: routing not limited by device (device-limited routing: DeepSeek-V2 §2.2.1, at most 3 "
+        "devices a token; read only with training.moe_dispatch per_node)",
+    ),
     obj("model.mla"),
     integer(
         "model.mla.q_lora_rank",

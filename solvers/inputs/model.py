@@ -265,6 +265,11 @@ def _changed_shape(
     return changed
 
 
+def _gpu_limit(limit: int | None) -> dict[str, int]:
+    # only a model with device-limited routing carries the key, so other models' documents are unchanged
+    return {} if limit is None else {"max_gpus_per_token": limit}
+
+
 def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None, dict[str, Any], int | None]:
     """Returns the ModelSpec, its explicit document and the preset's pre-training sequence length."""
     given = r.section(raw, path)
@@ -350,6 +355,7 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
 
     moe_doc: dict[str, int] | None = None
     node_limit: int | None = None  # model.moe.max_nodes_per_token (None: routing not limited by node)
+    gpu_limit: int | None = None  # model.moe.max_gpus_per_token (None: routing not limited by device)
     block = _preset_block(r, given, preset, path, "moe")
     if block is not None:
         moe_path = join(path, "moe")
@@ -370,7 +376,10 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
             }
             if moe_nums.get("max_nodes_per_token") is not None:  # absent or null: the table's default
                 node_limit = int(moe_nums["max_nodes_per_token"])
-            for field, value in {**moe_doc, "max_nodes_per_token": node_limit}.items():
+            if moe_nums.get("max_gpus_per_token") is not None:
+                gpu_limit = int(moe_nums["max_gpus_per_token"])
+            limits = {"max_nodes_per_token": node_limit, "max_gpus_per_token": gpu_limit}
+            for field, value in {**moe_doc, **limits}.items():
                 if field in user:
                     src = SCENARIO
                 elif field in base:
@@ -469,7 +478,9 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
         "gated_mlp": gated,
         "tied_embeddings": tied,
         "dropout": dropout,
-        "moe": None if moe_doc is None else {**moe_doc, "max_nodes_per_token": node_limit},
+        "moe": None
+        if moe_doc is None
+        else {**moe_doc, "max_nodes_per_token": node_limit, **_gpu_limit(gpu_limit)},
     }
     if mla_doc is not None:  # only MLA models carry the key, so other models' documents are unchanged
         doc["mla"] = mla_doc
@@ -489,7 +500,9 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
         # stored and checkpointed with it, so the engine's counts hold both.
         params=params + mtp_total,
         active_params=active + mtp_active,
-        moe=MoESpec(**moe_doc, max_nodes_per_token=node_limit) if moe_doc else None,
+        moe=MoESpec(**moe_doc, max_nodes_per_token=node_limit, max_gpus_per_token=gpu_limit)
+        if moe_doc
+        else None,
         gated_mlp=gated,
         dropout=dropout,
         mla=MLASpec(**mla_doc) if mla_doc else None,

@@ -151,6 +151,8 @@ def parse_training(
     attention_kernel = str(table_default(r, path, "attention_kernel", nums))
     pipeline_split = str(table_default(r, path, "pipeline_split", nums))
     zero3_exchange = str(table_default(r, path, "zero3_exchange", nums))
+    flush = table_default(r, path, "pipeline_flush_microbatches", nums)
+    pipeline_flush_microbatches = None if flush is None else int(flush)
     moe_dispatch = str(table_default(r, path, "moe_dispatch", nums))
     capacity = table_default(r, path, "moe_capacity_factor", nums)
     moe_capacity_factor = None if capacity is None else float(capacity)
@@ -280,6 +282,7 @@ def parse_training(
         moe_fp8_dispatch=moe_fp8_dispatch,
         moe_shared_expert_overlap=moe_shared_expert_overlap,
         fp8_param_gather=fp8_param_gather,
+        pipeline_flush_microbatches=pipeline_flush_microbatches,
         effects=effects,
     )
     doc = {
@@ -301,6 +304,8 @@ def parse_training(
         "moe_fp8_dispatch": moe_fp8_dispatch,
         "moe_shared_expert_overlap": moe_shared_expert_overlap,
         "fp8_param_gather": fp8_param_gather,
+        # only a run of several flushes a step carries the key, so other runs' documents are unchanged
+        **({} if flush is None else {"pipeline_flush_microbatches": pipeline_flush_microbatches}),
         "layout": "auto" if auto else dict(layouts[0]),
         "efficiency": {"compute": efficiency, "overlap": overlap, "effects": switches},
         "checkpoint": checkpoint,

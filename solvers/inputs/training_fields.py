@@ -160,6 +160,19 @@ TRAINING_FIELDS: tuple[Field, ...] = (
         "the rest on the last (L/p each when p divides L), the "
         "output layer on top of the last (Megatron-LM before September 2024)",
     ),
+    # How many microbatches one pipeline flush runs: all of the step's unless a source states a loop of
+    # schedules (torch.distributed.pipelining's schedule.step per gradient-accumulation step).
+    integer(
+        "training.pipeline_flush_microbatches",
+        1,
+        MAX_MICROBATCH_SEQS,
+        nullable=True,
+        default=None,
+        source="convention: every microbatch of the step in one pipeline flush (Megatron-Core's "
+        "forward_backward_func over num_microbatches; Narayanan et al. SC'21 §2.2); n = a flush of n microbatches "
+        "at a time, the fill and drain paid once per flush (a gradient-accumulation loop around "
+        "torch.distributed.pipelining's schedule.step, whose n_microbatches is the local batch over the microbatch)",
+    ),
     # When ZeRO-3 exchanges parameters and gradients in a step of several microbatches: once per step unless a
     # source states or implies a gradient-accumulation loop that gathers and reduces again each microbatch.
     choice(

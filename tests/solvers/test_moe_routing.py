@@ -70,9 +70,30 @@ def test_one_copy_per_node_never_sends_more_over_the_nic(
     reached = collectives.node_copies(copies=copies, nodes=ep // members, max_nodes=limit)
     assert per_node_nic == pytest.approx(reached / copies * per_copy_nic, rel=1e-12)
     assert per_node_nic <= per_copy_nic * (1 + 1e-12)
-    if members == ep:  # one node: nothing crosses the NIC and the scale-up share is the same
+    assert per_node_s <= per_copy_s * (1 + 1e-12)  # one copy per target GPU never sends more on either link
+    if members == ep:  # one node: nothing crosses the NIC
         assert per_node_nic == per_copy_nic == 0.0
-        assert per_node_s == pytest.approx(per_copy_s, rel=1e-12)
+
+
+@given(copies=st.integers(1, 16), limit=st.integers(1, 64))
+def test_a_device_limit_caps_the_scale_up_copies(copies: int, limit: int) -> None:
+    """Inside one node the scale-up link carries one copy per distinct target GPU: ``R (1 - (1 - 1/R)^c)`` of
+    a token's ``c`` copies, ``R`` the GPUs it may reach; a limit of one GPU sends each token once."""
+    links = H800._replace(up_latency_us=0.0)
+    per_copy_s, _ = collectives.placed_all_to_all_s(group_size=8, stride=1, message_bytes=1e9, links=links)
+    limited_s, _ = collectives.placed_all_to_all_s(
+        group_size=8,
+        stride=1,
+        message_bytes=1e9,
+        links=links,
+        per_node=collectives.NodeDispatch(copies, None, limit),
+    )
+    reach = min(8, limit)
+    assert limited_s == pytest.approx(
+        per_copy_s * reach * (1 - (1 - 1 / reach) ** copies) / copies, rel=1e-12
+    )
+    if limit == 1:
+        assert limited_s == pytest.approx(per_copy_s / copies, rel=1e-12)
 
 
 def test_deepseek_dispatch_halves_the_expert_exchange_on_infiniband() -> None:
@@ -124,13 +145,22 @@ def test_a_partial_block_changes_only_the_preset_fields_it_names() -> None:
     }
 
 
-def test_dispatch_inside_one_node_changes_nothing() -> None:
-    """EP 8 on 8-GPU nodes: no copy crosses a NIC, so the two dispatch modes give the same report."""
+def test_dispatch_inside_one_node_sends_one_copy_per_target_gpu() -> None:
+    """EP 8 on 8-GPU nodes: no copy crosses a NIC; per node, NVLink carries one copy per distinct target GPU,
+    8 (1 - (7/8)^8) = 5.25 of DeepSeek-V3's 8 (DeepEP's ``is_token_in_rank``), and with every expert of a
+    token on one GPU (``max_gpus_per_token`` 1) one copy. Nothing but the expert-parallel exchange moves."""
     doc = load_example(DEEPSEEK)
     doc["training"]["layout"].update({"ep": 8})
     a = solve(_with_training(doc, moe_dispatch="per_node"), ranges=False)["step"]
     b = solve(_with_training(doc, moe_dispatch="per_expert"), ranges=False)["step"]
-    assert a == b
+    doc["model"] = {"preset": "deepseek-v3", "moe": {"max_gpus_per_token": 1}}
+    c = solve(_with_training(doc, moe_dispatch="per_node"), ranges=False)["step"]
+    assert {k: v for k, v in a["comm_s"].items() if k != "ep"} == {
+        k: v for k, v in b["comm_s"].items() if k != "ep"
+    }
+    assert a["comm_s"]["ep"] == pytest.approx(b["comm_s"]["ep"] * 5.25 / 8, rel=0.02)  # latency aside
+    assert c["comm_s"]["ep"] == pytest.approx(b["comm_s"]["ep"] / 8, rel=0.05)
+    assert c["step_s"] < a["step_s"] < b["step_s"]
 
 
 def test_expert_load_rules() -> None:
@@ -262,12 +292,20 @@ def test_an_fp8_dispatch_under_a_refused_precision_names_the_precision_alone() -
     assert "training.precision" in errors and "training.moe_fp8_dispatch" not in errors, errors
 
 
-def test_a_node_limit_below_one_is_refused() -> None:
+@pytest.mark.parametrize("field", ["max_nodes_per_token", "max_gpus_per_token"])
+def test_a_routing_limit_below_one_is_refused(field: str) -> None:
     doc = load_example(DEEPSEEK)
-    doc["model"] = {"preset": "deepseek-v3", "moe": {"max_nodes_per_token": 0}}
+    doc["model"] = {"preset": "deepseek-v3", "moe": {field: 0}}
     errors = _errors(doc)
-    assert "model.moe.max_nodes_per_token" in errors
-    assert ">= 1" in errors["model.moe.max_nodes_per_token"]
+    assert f"model.moe.{field}" in errors
+    assert ">= 1" in errors[f"model.moe.{field}"]
+
+
+def test_only_a_device_limited_model_carries_the_limit() -> None:
+    doc = load_example(DEEPSEEK)
+    assert "max_gpus_per_token" not in resolve(doc).document["model"]["moe"]
+    doc["model"] = {"preset": "deepseek-v3", "moe": {"max_gpus_per_token": 3}}
+    assert resolve(doc).document["model"]["moe"]["max_gpus_per_token"] == 3
 
 
 def test_fp8_dispatch_sends_the_dispatched_copies_in_one_byte_and_the_combine_in_two() -> None:
