@@ -52,6 +52,7 @@ class Links(NamedTuple):
     out_gb_s: float
     out_latency_us: float
     gpus_per_node: int
+    mesh_gpus: int | None = None
 
     @classmethod
     def of(cls, cluster: ClusterSpec) -> Links:
@@ -62,7 +63,19 @@ class Links(NamedTuple):
             out_gb_s=cluster.scale_out.bandwidth_gb_s / oversubscription,
             out_latency_us=cluster.scale_out.latency_us,
             gpus_per_node=cluster.gpus_per_node,
+            mesh_gpus=cluster.scale_up.mesh_gpus,
         )
+
+    def up_rate(self, members: Num) -> Num:
+        """Scale-up rate of a group with ``k`` members in one node: the full rate through a switch; on a direct
+        full mesh of ``n`` GPUs (``cluster.scale_up.mesh_gpus``) each GPU's links are split evenly over its
+        ``n - 1`` peers and a group reaches ``k - 1`` of them, ``(k - 1)/(n - 1)`` of the rate (no GPU forwards
+        for another: NCCL's rings run over the members' direct links).
+        Example: an HGX 4-GPU H200 board (18 NVLink4 links, 6 a peer) at 360 GB/s: a pair 120 GB/s, all four 360.
+        """
+        if self.mesh_gpus is None:
+            return self.up_gb_s
+        return self.up_gb_s * maximum(members - 1, 1) / max(self.mesh_gpus - 1, 1)
 
 
 def all_reduce_bytes(*, group_size: Num, message_bytes: Num) -> Num:
@@ -209,7 +222,7 @@ def _placed(*, kind: int, group_size: Num, stride: Num, message_bytes: Num, link
     steps_all = kind * _latency_steps(n)
     inside = transfer_s(
         bytes_=kind * frac_all * message_bytes,
-        bandwidth_gb_s=links.up_gb_s,
+        bandwidth_gb_s=links.up_rate(k),
         steps=steps_all,
         latency_us=links.up_latency_us,
     )
@@ -227,7 +240,7 @@ def _placed(*, kind: int, group_size: Num, stride: Num, message_bytes: Num, link
     # step moves (nodes-1)/nodes of S/k on each GPU's own NIC.
     intra = transfer_s(
         bytes_=kind * (k - 1) / k * message_bytes,
-        bandwidth_gb_s=links.up_gb_s,
+        bandwidth_gb_s=links.up_rate(k),
         steps=kind * _latency_steps(k),
         latency_us=links.up_latency_us,
     )
@@ -328,7 +341,7 @@ def placed_all_to_all_s(
         nic_bytes = reached / c * (n - k) / n * message_bytes
     up_s = transfer_s(
         bytes_=up_bytes,
-        bandwidth_gb_s=links.up_gb_s,
+        bandwidth_gb_s=links.up_rate(k),
         steps=where(k > 1, 1.0, 0.0),
         latency_us=links.up_latency_us,
     )
@@ -344,7 +357,7 @@ def placed_all_to_all_s(
 def placed_point_to_point_s(*, message_bytes: Num, crosses_nodes: Num, links: Links) -> Num:
     """One pipeline send on the NIC when the neighbouring stage is on another node, else on scale-up."""
     up = point_to_point_s(
-        message_bytes=message_bytes, bandwidth_gb_s=links.up_gb_s, latency_us=links.up_latency_us
+        message_bytes=message_bytes, bandwidth_gb_s=links.up_rate(2), latency_us=links.up_latency_us
     )
     out = point_to_point_s(
         message_bytes=message_bytes, bandwidth_gb_s=links.out_gb_s, latency_us=links.out_latency_us

@@ -448,24 +448,31 @@ def _step(
     expert_group = maximum((tp * cp * dp) // (ep * etp), 1)
     expert_mean = copies * expert_params / (pp * expert_split)
     expert_busy = copies * expert_params * stage_share / expert_split
-    dp_x = exchanges.dp_exchange(
-        dense_params_mean=dense_mean,
-        dense_params_busiest=dense_busy,
-        dense_group=dp * cp,
-        dense_stride=tp,
-        expert_params_mean=expert_mean if moe is not None else None,
-        expert_params_busiest=expert_busy,
-        expert_group=expert_group,
-        expert_stride=ep * etp,
-        scatter_bytes=scatter_b,
-        gather_bytes=gather_b,
-        buckets=layers_busiest,
-        links=links,
-        expert_gather_bytes=expert_gather_b,
-    )
-    every_mb = training.zero3_exchange == "every_microbatch"  # ZeRO-3 accumulating: the exchange in each one
+    dp_groups = {
+        "dense_params_mean": dense_mean,
+        "dense_params_busiest": dense_busy,
+        "dense_group": dp * cp,
+        "dense_stride": tp,
+        "expert_params_mean": expert_mean if moe is not None else None,
+        "expert_params_busiest": expert_busy,
+        "expert_group": expert_group,
+        "expert_stride": ep * etp,
+        "buckets": layers_busiest,
+        "links": links,
+    }
+    # ZeRO-3 accumulating: the whole exchange in each microbatch, or only its gathers (FSDP2 without gradient sync)
+    every_mb = training.zero3_exchange != "once_per_step"
     dp_rounds: Num = where(lay.zero_stage >= 3, m, 1.0) if every_mb else 1.0
-    dp_x = exchanges.every_microbatch(dp_x, dp_rounds) if every_mb else dp_x
+    dp_x = exchanges.dp_exchange(
+        **dp_groups, scatter_bytes=scatter_b, gather_bytes=gather_b, expert_gather_bytes=expert_gather_b
+    )
+    if training.zero3_exchange == "gather_every_microbatch":
+        gathers = exchanges.dp_exchange(
+            **dp_groups, scatter_bytes=0.0, gather_bytes=gather_b, expert_gather_bytes=expert_gather_b
+        )
+        dp_x = exchanges.gathers_every_microbatch(once=dp_x, gathers=gathers, rounds=dp_rounds)
+    elif every_mb:
+        dp_x = exchanges.every_microbatch(dp_x, dp_rounds)
     per_tensor_s: Num = 0.0
     if fx.zero3_per_tensor_collectives and moe is None:
         # DeepSpeed's ZeRO-3 issues one synchronised ring collective per parameter tensor (dense models).

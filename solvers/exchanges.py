@@ -443,6 +443,27 @@ def every_microbatch(dp: Exchange, rounds: Num) -> Exchange:
     )
 
 
+def gathers_every_microbatch(*, once: Exchange, gathers: Exchange, rounds: Num) -> Exchange:
+    """The step's exchange once and its parameter gathers ``rounds - 1`` times more
+    (``training.zero3_exchange: gather_every_microbatch``).
+
+    FSDP2 under gradient accumulation with ``set_requires_gradient_sync(False)`` on every microbatch but the last
+    (the gradients accumulate unsharded and are reduce-scattered once) keeps its default resharding: each
+    microbatch gathers every unit before its forward and, resharded after the forward, again before its backward.
+    Per parameter and step ``rounds`` times the gathers and one reduce-scatter: with BF16 weights and an FP32
+    reduction, ``4 m + 4`` bytes where ``every_microbatch`` counts ``8 m`` and ``once_per_step`` 8 (KempnerForge's
+    ``maybe_no_sync``, ``corpus/kempnerforge-2026.yaml``). One microbatch (or ``rounds`` 1 below ZeRO-3) is the
+    one exchange a step. The burst is the one exchange's.
+    Example: GA 4: 20 bytes a parameter against 32 and 8.
+    """
+    extra = rounds - 1.0
+    return once._replace(
+        bytes_per_gpu=once.bytes_per_gpu + extra * gathers.bytes_per_gpu,
+        time_s=once.time_s + extra * gathers.time_s,
+        nic_bytes=once.nic_bytes + extra * gathers.nic_bytes,
+    )
+
+
 def ep_exchange(
     *,
     ep: Num,

@@ -33,7 +33,7 @@ RECOMPUTE_POLICIES: tuple[str, ...] = ("none", "selective", "full")
 GRAD_REDUCE_DTYPES: tuple[str, ...] = ("bf16", "fp32")
 PIPELINE_SPLITS: tuple[str, ...] = ("balanced", "even")
 # When ZeRO-3 exchanges parameters and gradients in a step of several microbatches (``training.zero3_exchange``).
-ZERO3_EXCHANGES: tuple[str, ...] = ("once_per_step", "every_microbatch")
+ZERO3_EXCHANGES: tuple[str, ...] = ("once_per_step", "every_microbatch", "gather_every_microbatch")
 # How the MoE token dispatcher sends a token's routed copies across nodes (``training.moe_dispatch``).
 MOE_DISPATCHES: tuple[str, ...] = ("per_expert", "per_node")
 # Which Megatron-Core token dispatcher moves the routed tokens (``training.moe_token_dispatcher``).
@@ -189,6 +189,9 @@ class LinkSpec:
     bandwidth_gb_s: float  # 1e9 bytes/s actually achieved (nominal x achievable factor when from the catalog)
     latency_us: float
     oversubscription: float = 1.0  # scale-out only: >1 divides the bandwidth across the fabric's core
+    # scale-up only: the GPUs of a direct full mesh (no switch), each GPU's links split over the other n - 1;
+    # None: switched, the full rate to any peer (``collectives.Links.up_rate``)
+    mesh_gpus: int | None = None
 
 
 @dataclass(frozen=True)
@@ -382,8 +385,9 @@ class TrainingSpec:
     # one's). Read only by the ``pipeline_ends`` effect.
     pipeline_split: str = "balanced"
     # When ZeRO-3 (``zero_stage`` 3) gathers the parameters and reduce-scatters the gradients in a step of several
-    # microbatches (``ZERO3_EXCHANGES``): ``once_per_step`` (the scenario document's default, the v1 convention)
-    # or ``every_microbatch``; which framework does which is the source of the field ``training.zero3_exchange``
+    # microbatches (``ZERO3_EXCHANGES``): ``once_per_step`` (the scenario document's default, the v1 convention),
+    # ``every_microbatch`` or ``gather_every_microbatch`` (the gathers in every microbatch, the gradients
+    # reduce-scattered once); which framework does which is the source of the field ``training.zero3_exchange``
     # (``solvers.inputs.fields``). Read by the engine for ZeRO-3 layouts only.
     zero3_exchange: str = "once_per_step"
     # How the MoE dispatcher sends a token's routed copies to other nodes (``MOE_DISPATCHES``): ``per_expert``

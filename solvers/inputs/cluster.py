@@ -198,9 +198,16 @@ def _parse_link(
     else:
         bandwidth, latency = _link_values(r, path, key, nums, default_key, default_source)
     over = float(table_default(r, path, "oversubscription", nums))
+    doc: dict[str, Any] = {"bandwidth_gb_s": bandwidth, "latency_us": latency, "oversubscription": over}
+    mesh: int | None = None
+    if path.endswith("scale_up"):
+        value = table_default(r, path, "mesh_gpus", nums)
+        if value is not None:  # only a meshed link carries the key, so other documents are unchanged
+            mesh = int(value)
+            doc["mesh_gpus"] = mesh
     return (
-        LinkSpec(bandwidth_gb_s=bandwidth, latency_us=latency, oversubscription=over),
-        {"bandwidth_gb_s": bandwidth, "latency_us": latency, "oversubscription": over},
+        LinkSpec(bandwidth_gb_s=bandwidth, latency_us=latency, oversubscription=over, mesh_gpus=mesh),
+        doc,
     )
 
 
@@ -328,6 +335,11 @@ def parse_cluster(r: Reader, raw: Any, path: str = PATH) -> ClusterParts | None:
             f"must be a multiple of cluster.gpus_per_node (={gpn:,}); set gpus_per_node for a partial node",
         )
     r.note(join(path, "gpus_per_node"), gpn, "", gpn_src)
+    if scale_up is not None and scale_up.mesh_gpus is not None and scale_up.mesh_gpus < gpn:
+        r.error(
+            join(join(path, "scale_up"), "mesh_gpus"),
+            f"must be >= cluster.gpus_per_node (={gpn:,}): a node's GPUs lie on one mesh",
+        )
     r.note(join(path, "gpus"), gpus, "", gpus_src)
 
     storage = read_section(r, given.get("storage"), join(path, "storage"))

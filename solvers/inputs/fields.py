@@ -183,6 +183,16 @@ FIELDS: tuple[Field, ...] = (
     integer("cluster.gpus", 1, MAX_GPUS),
     integer("cluster.gpus_per_node", 1, MAX_GPUS_PER_NODE),
     *link("cluster.scale_up"),
+    integer(
+        "cluster.scale_up.mesh_gpus",
+        2,
+        MAX_GPUS_PER_NODE,
+        nullable=True,
+        default=None,
+        source="convention: a switched scale-up domain (NVSwitch), every GPU's full link rate to any peer; n = "
+        "the GPUs of a direct full mesh without a switch (an HGX 4-GPU board: 18 NVLink4 links, 6 to each of 3 "
+        "peers), each GPU's links split evenly over the other n - 1",
+    ),
     *link("cluster.scale_out"),
     obj("cluster.storage"),
     num(

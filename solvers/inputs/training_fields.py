@@ -182,7 +182,9 @@ TRAINING_FIELDS: tuple[Field, ...] = (
         source="convention (CONTRACT.md v1): ZeRO-3 gathers the parameters and reduce-scatters the gradients once "
         "per step (a pipeline schedule over FSDP2, Megatron's distributed optimizer); every_microbatch = again in "
         "every microbatch, as PyTorch FSDP (FULL_SHARD or SHARD_GRAD_OP, without no_sync), Megatron-FSDP "
-        "(optim_grads_params) and DeepSpeed ZeRO-3 do in a gradient-accumulation loop",
+        "(optim_grads_params) and DeepSpeed ZeRO-3 do in a gradient-accumulation loop; gather_every_microbatch = "
+        "the parameters gathered in every microbatch and the gradients reduce-scattered once a step, as FSDP2 "
+        "does with set_requires_gradient_sync(False) on all but the last microbatch and its default resharding",
     ),
     choice(
         "training.moe_dispatch",

@@ -142,3 +142,45 @@ def test_the_default_under_zero3_with_several_microbatches_is_a_warning() -> Non
     zero1["training"]["layout"] = {**zero1["training"]["layout"], "zero_stage": 1}
     for doc in (one, zero1):
         assert not any(w.startswith("training.zero3_exchange:") for w in solve(doc, ranges=False)["warnings"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(1, 32), st.sampled_from([1, 2, 4]), st.sampled_from([0.0, 0.9]), st.booleans(), st.booleans()
+)
+def test_gathers_every_microbatch_lie_between_the_two_others(
+    microbatches: int, microbatch: int, overlap: float, reshard: bool, fp32: bool
+) -> None:
+    """FSDP2 without gradient sync until the last microbatch: the gathers every microbatch, the reduce-scatter
+    once. Its exchange is the step's once plus ``m - 1`` times the gathers alone, so it lies between
+    ``once_per_step`` and ``every_microbatch`` and equals the first with one microbatch."""
+    doc = copy.deepcopy(FSDP)
+    doc["training"]["global_batch_seqs"] = 32 * microbatch * microbatches
+    doc["training"]["layout"] = {
+        **doc["training"]["layout"],
+        "microbatch_seqs": microbatch,
+        "fsdp_reshard_after_forward": reshard,
+        "grad_reduce_dtype": "fp32" if fp32 else "bf16",
+    }
+    doc["training"]["efficiency"] = {"overlap": {"dp": overlap}}
+    once = solve(doc, ranges=False)
+    gathers = _step(doc, zero3_exchange="gather_every_microbatch")
+    every = _step(doc, zero3_exchange="every_microbatch")
+    assert once["step"]["comm_s"]["dp"] <= gathers["comm_s"]["dp"] <= every["comm_s"]["dp"] * (1 + 1e-12)
+    assert once["step"]["step_s"] <= gathers["step_s"] <= every["step_s"] * (1 + 1e-12)
+    if microbatches == 1:
+        assert gathers == dict(once["step"])
+    # bytes a parameter: weights w = 2, gathers 2w resharded (else w), reduce-scatter g = 4 or 2
+    w, g = 2.0, 4.0 if fp32 else 2.0
+    gather = 2 * w if reshard else w
+    dp_bytes = once["traffic"]["bytes_per_gpu"]["dp"]
+    solved = copy.deepcopy(doc)
+    solved["training"]["zero3_exchange"] = "gather_every_microbatch"
+    moved = solve(solved, ranges=False)["traffic"]["bytes_per_gpu"]["dp"]
+    assert moved == pytest.approx(dp_bytes * (microbatches * gather + g) / (gather + g), rel=1e-12)
+
+
+def test_gathers_every_microbatch_change_nothing_below_zero3() -> None:
+    zero1 = copy.deepcopy(FSDP)
+    zero1["training"]["layout"] = {**zero1["training"]["layout"], "zero_stage": 1}
+    assert _step(zero1, zero3_exchange="gather_every_microbatch") == _step(zero1)
