@@ -321,3 +321,22 @@ def elementwise_time_s(*, activation_bytes: Num, full_recompute: Num, hbm_bytes_
     """
     passes = ELEMENTWISE_HBM_PASSES + where(full_recompute, 2.0, 0.0)
     return passes * activation_bytes / hbm_bytes_s
+
+
+LOSS_PASSES = 6
+"""HBM passes over the logits of one cross-entropy, forward and backward: log_softmax reads the logits and writes
+the log-probabilities (2); nll_loss's backward writes their gradient (1); log_softmax's backward reads it and its
+output and writes the logits' gradient (3). PyTorch's ``F.cross_entropy`` (``log_softmax`` then ``nll_loss``)."""
+
+
+def replicated_loss_s(*, tokens: Num, vocab: int, tp: Num, element_bytes: float, hbm_bytes_s: float) -> Num:
+    """Extra time of a loss computed on the whole vocabulary on every tensor-parallel rank
+    (``training.tp_vocab_parallel: false``), against one split over the vocabulary (Megatron-Core's vocab-parallel
+    cross-entropy, torchtitan's ``loss_parallel``): ``LOSS_PASSES x e x tokens x V x (1 - 1/tp) / HBM``.
+
+    Source: KempnerForge ``scripts/train.py`` at 01b461a (``F.cross_entropy`` on the replicated logits of
+    ``distributed/tensor_parallel.py``'s ``ColwiseParallel(output_layouts=Replicate())``). Example: 4 x 4,096
+    tokens, V = 128,256, BF16, tp 4 on H200 (4.8 TB/s): 6 x 2 x 16,384 x 128,256 x 3/4 / 4.8e12 = 3.9 ms a
+    microbatch.
+    """
+    return LOSS_PASSES * element_bytes * tokens * vocab * (1.0 - 1.0 / tp) / hbm_bytes_s

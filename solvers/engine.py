@@ -359,6 +359,17 @@ def _step(
         )
     else:
         compute_s = compute_s + layer_s
+    replicated_vocab = (
+        not training.tp_vocab_parallel
+    )  # the loss whole on every TP rank, the embedding unsplit
+    if replicated_vocab:
+        compute_s = compute_s + m * compute.replicated_loss_s(
+            tokens=microbatch_tokens,
+            vocab=model.vocab,
+            tp=tp,
+            element_bytes=exchanges.activation_element_bytes(precision=precision),
+            hbm_bytes_s=hbm,
+        )
     if fx.stragglers:
         compute_s = compute_s * effects.straggler_factor(ranks=gpus, jitter=fx.jitter)
     microbatch_s = compute_s / m
@@ -379,6 +390,14 @@ def _step(
         expert_gather=fx.expert_tp_exchange and moe is not None,
         shared_experts=moe is not None and moe.shared_experts > 0,
     )
+    if replicated_vocab:
+        logits = exchanges.logits_gather(
+            tp=tp,
+            logits_bytes=microbatch_tokens * model.vocab * act_e,
+            microbatches=microbatches,
+            links=links,
+        )
+        tp_x = exchanges.joined(tp_x, logits)
     kv_heads_per_rank = minimum(tp, model.kv_heads)
     kv_bytes = (b * s) * 2.0 * h * compute.kv_width_share(model=model) * act_e / kv_heads_per_rank
     cp_x = exchanges.cp_exchange(
@@ -442,8 +461,14 @@ def _step(
         if expert_gather_b is not None:
             expert_gather_b = expert_gather_b + regather
 
+    # the input embedding replicated over TP (tp_vocab_parallel false): its parameters on the first stage, each
+    # TP rank holding all of them, priced on the busiest stage whatever stage that is
+    unsplit_embedding = model.vocab * h * (1.0 - 1.0 / tp) if replicated_vocab else 0.0
     dense_mean = copies * dense_params / (tp * pp)
     dense_busy = copies * dense_params * stage_share / tp
+    if replicated_vocab:
+        dense_mean = dense_mean + copies * unsplit_embedding / pp
+        dense_busy = dense_busy + copies * unsplit_embedding
     expert_split = 1.0 * ep * etp
     expert_group = maximum((tp * cp * dp) // (ep * etp), 1)
     expert_mean = copies * expert_params / (pp * expert_split)
@@ -594,7 +619,7 @@ def _step(
 
     # --- memory ------------------------------------------------------------------------------------------
     weights, grads, optim = memory.model_state_bytes(
-        dense_params_per_gpu=dense_params * stage_share / tp,
+        dense_params_per_gpu=dense_params * stage_share / tp + unsplit_embedding,  # + 0.0: bit for bit
         expert_params_per_gpu=expert_params * stage_share / expert_split,
         dense_shard=dp * cp,
         expert_shard=expert_group,

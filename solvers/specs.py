@@ -417,6 +417,10 @@ class TrainingSpec:
     # each gradient-accumulation step as its own schedule fills and drains the pipeline once per step of that
     # many microbatches; None: every microbatch of the step in one flush (Megatron-Core).
     pipeline_flush_microbatches: int | None = None
+    # The embedding, the output layer and the loss split over the vocabulary across TP (Megatron-Core's
+    # VocabParallelEmbedding and vocab-parallel cross-entropy); False: the embedding replicated on every TP rank
+    # and the logits all-gathered for a loss on every rank (``training.tp_vocab_parallel``).
+    tp_vocab_parallel: bool = True
     effects: EffectsSpec = field(default_factory=EffectsSpec)
 
 

@@ -152,6 +152,7 @@ def parse_training(
     pipeline_split = str(table_default(r, path, "pipeline_split", nums))
     zero3_exchange = str(table_default(r, path, "zero3_exchange", nums))
     flush = table_default(r, path, "pipeline_flush_microbatches", nums)
+    tp_vocab_parallel = bool(table_default(r, path, "tp_vocab_parallel", nums))
     pipeline_flush_microbatches = None if flush is None else int(flush)
     moe_dispatch = str(table_default(r, path, "moe_dispatch", nums))
     capacity = table_default(r, path, "moe_capacity_factor", nums)
@@ -283,6 +284,7 @@ def parse_training(
         moe_shared_expert_overlap=moe_shared_expert_overlap,
         fp8_param_gather=fp8_param_gather,
         pipeline_flush_microbatches=pipeline_flush_microbatches,
+        tp_vocab_parallel=tp_vocab_parallel,
         effects=effects,
     )
     doc = {
@@ -306,6 +308,7 @@ def parse_training(
         "fp8_param_gather": fp8_param_gather,
         # only a run of several flushes a step carries the key, so other runs' documents are unchanged
         **({} if flush is None else {"pipeline_flush_microbatches": pipeline_flush_microbatches}),
+        **({} if tp_vocab_parallel else {"tp_vocab_parallel": False}),
         "layout": "auto" if auto else dict(layouts[0]),
         "efficiency": {"compute": efficiency, "overlap": overlap, "effects": switches},
         "checkpoint": checkpoint,

@@ -160,6 +160,15 @@ TRAINING_FIELDS: tuple[Field, ...] = (
         "the rest on the last (L/p each when p divides L), the "
         "output layer on top of the last (Megatron-LM before September 2024)",
     ),
+    # How a TP group treats the vocabulary: split, as Megatron-Core and torchtitan's loss_parallel do.
+    flag(
+        "training.tp_vocab_parallel",
+        default=True,
+        source="convention: the embedding, the output layer and the loss split over the vocabulary across TP "
+        "(Megatron-Core's VocabParallelEmbedding and vocab_parallel_cross_entropy; torchtitan's loss_parallel); "
+        "false = the input embedding replicated on every TP rank and the output layer's logits all-gathered for "
+        "a cross-entropy on the whole vocabulary on every rank (KempnerForge's tensor_parallel.py at 01b461a)",
+    ),
     # How many microbatches one pipeline flush runs: all of the step's unless a source states a loop of
     # schedules (torch.distributed.pipelining's schedule.step per gradient-accumulation step).
     integer(
