@@ -216,6 +216,27 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
             ds_cluster,
             dataclasses.replace(ds_tr, effects=effects, pipeline_split="even", precision="bf16"),
         ),
+        # a pipeline flush of 3 microbatches, a device limit of 2 GPUs a token on a meshed scale-up
+        (
+            "deepseek-v3-effects-flushes-device-limit-mesh",
+            dataclasses.replace(DEEPSEEK_V3, moe=dataclasses.replace(DEEPSEEK_V3.moe, max_gpus_per_token=2)),
+            dataclasses.replace(
+                ds_cluster,
+                scale_up=dataclasses.replace(ds_cluster.scale_up, mesh_gpus=ds_cluster.gpus_per_node),
+            ),
+            dataclasses.replace(
+                ds_tr, effects=effects, moe_dispatch="per_node", pipeline_flush_microbatches=3
+            ),
+        ),
+        # FSDP2's gathers every microbatch and a TP that leaves the vocabulary whole
+        (
+            "llama3-405b-effects-gathers-every-microbatch-whole-vocabulary",
+            LLAMA3_405B,
+            llama_cluster,
+            dataclasses.replace(
+                llama_tr, effects=effects, zero3_exchange="gather_every_microbatch", tp_vocab_parallel=False
+            ),
+        ),
     ]
 
 
