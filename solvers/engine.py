@@ -359,9 +359,8 @@ def _step(
         )
     else:
         compute_s = compute_s + layer_s
-    replicated_vocab = (
-        not training.tp_vocab_parallel
-    )  # the loss whole on every TP rank, the embedding unsplit
+    # training.tp_vocab_parallel false: the loss whole on every TP rank, the logits gathered, the embedding unsplit
+    replicated_vocab = not training.tp_vocab_parallel
     if replicated_vocab:
         compute_s = compute_s + m * compute.replicated_loss_s(
             tokens=microbatch_tokens,
