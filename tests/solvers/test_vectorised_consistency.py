@@ -20,6 +20,8 @@ from tests.solvers.test_engine import DEEPSEEK_V3, LLAMA3_405B, catalog_cluster,
 
 DEEPSEEK_V3_MTP = resolve({"model": {"preset": "deepseek-v3"}}).model
 MOE_240 = MoESpec(experts=240, top_k=3, expert_ffn_hidden=2048, shared_experts=1, moe_layers=58)
+assert DEEPSEEK_V3.moe is not None
+MOE_256 = DEEPSEEK_V3.moe
 
 LAYOUT_FIELDS = tuple(f.name for f in fields(LayoutBatch))
 
@@ -219,7 +221,7 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
         # a pipeline flush of 3 microbatches, a device limit of 2 GPUs a token on a meshed scale-up
         (
             "deepseek-v3-effects-flushes-device-limit-mesh",
-            dataclasses.replace(DEEPSEEK_V3, moe=dataclasses.replace(DEEPSEEK_V3.moe, max_gpus_per_token=2)),
+            dataclasses.replace(DEEPSEEK_V3, moe=dataclasses.replace(MOE_256, max_gpus_per_token=2)),
             dataclasses.replace(
                 ds_cluster,
                 scale_up=dataclasses.replace(ds_cluster.scale_up, mesh_gpus=ds_cluster.gpus_per_node),
