@@ -101,7 +101,8 @@ _ROUTING_PATHS = tuple(f"training.{name}" for name in TABLE.keys("training") if 
 
 def _routing_warnings(resolved: Resolved, layout: LayoutBlock, stated_keys: set[str]) -> list[str]:
     """What a report should say about how routed tokens are priced (docs/CONVENTIONS.md, "MoE dispatch across
-    nodes" and "Expert load"): a default dispatch under a node-limited router whose experts span nodes, routing
+    nodes" and "Expert load"): a default dispatch under a node-limited router whose experts span nodes, a device
+    limit the dispatch does not read, routing
     fields on a model without experts, a shared-expert overlap without shared experts, and a capacity that drops
     tokens even at an even load."""
     moe, training = resolved.model.moe, resolved.training
@@ -121,6 +122,11 @@ def _routing_warnings(resolved: Resolved, layout: LayoutBlock, stated_keys: set[
             f"(model.moe.max_nodes_per_token) and the {layout['ep']} expert ranks span nodes, but each routed copy "
             "is priced across the NIC on its own (per_expert, the default); a dispatcher that sends one copy per "
             "node and forwards it over the scale-up link (DeepSeek-V3 §3.2.2, DeepEP) is per_node"
+        )
+    if moe.max_gpus_per_token is not None and training.moe_dispatch != "per_node":
+        out.append(
+            f"model.moe.max_gpus_per_token: read only with training.moe_dispatch per_node (one copy per target GPU); "
+            f"under {training.moe_dispatch} every routed copy is sent on its own, so this changes nothing"
         )
     if training.moe_shared_expert_overlap and not moe.shared_experts:
         out.append(

@@ -405,3 +405,16 @@ def test_the_expert_overlap_has_nothing_to_pair_with_outside_the_steady_phase() 
         virtual_stages=np.array([4, 1]),
     )
     assert list(batch) == [19 / 64, 8 / 128]
+
+
+def test_a_device_limit_under_the_per_expert_dispatch_is_a_warning() -> None:
+    """The device limit is read only by the per-node dispatch: stated with the per-expert one it changes nothing,
+    and the report says so."""
+    doc = load_example(DEEPSEEK)
+    doc["model"] = {"preset": "deepseek-v3", "moe": {"max_gpus_per_token": 2}}
+    per_expert = solve(_with_training(doc, moe_dispatch="per_expert"), ranges=False)
+    assert any(w.startswith("model.moe.max_gpus_per_token: read only with") for w in per_expert["warnings"])
+    plain = load_example(DEEPSEEK)
+    assert per_expert["step"] == solve(_with_training(plain, moe_dispatch="per_expert"), ranges=False)["step"]
+    per_node = solve(_with_training(doc, moe_dispatch="per_node"), ranges=False)
+    assert not any("max_gpus_per_token" in w for w in per_node["warnings"])
