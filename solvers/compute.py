@@ -14,7 +14,9 @@ Conventions
   ``AV`` (+``4 * L * h * s`` per token at width ``h``, the forward third of the attention term; Korthikanti
   et al. 2022 §4.3). With fused attention (``training.fused_attention``, the default) nothing of the score
   matrix is stored anyway, so ``none`` already keeps what ``selective`` keeps and ``selective`` only adds this
-  work.
+  work. ``per_op`` is torchtitan's op-level selective checkpointing: it keeps every second matmul's output and
+  the attention kernel's, and re-runs the other matmuls (``per_op_recompute_flops_per_token``) and every
+  element-wise op.
   Not counted: the score recomputation inside a FlashAttention backward kernel (``2 * L * h * s``).
 * **Busiest stage.** Stages may be uneven: the stage with ``ceil(L / pp)`` layers sets the pace. Embedding
   and output-layer work is spread over stages in proportion to their layers (Llama 3 §3.3.2 balances the
@@ -251,15 +253,39 @@ def output_layer_flops_per_token(*, model: ModelSpec) -> float:
 
 
 def recompute_flops_per_token(*, model: ModelSpec, seq_len: int, recompute: Num) -> Num:
-    """Extra FLOPs per token spent recomputing activations, by policy code (none 0, selective 1, full 2).
+    """Extra FLOPs per token spent recomputing activations, by policy code (none 0, selective 1, full 2, per_op 3).
 
     none: 0. selective: ``4 * L * h * s`` (the attention core's forward; Korthikanti et al. 2022 §4.3).
     full: ``2 * N_active + 4 * L * h * s``, one more forward pass (Korthikanti et al. 2022 §5).
+    per_op: ``per_op_recompute_flops_per_token``.
     Example: GPT-3 175B, s = 2,048, full: 2 x 175e9 + 4 x 96 x 12,288 x 2,048 = 3.597e11 FLOP per token.
     """
     attention_forward = attention_flops_per_token(model=model, seq_len=seq_len) / 3.0
     full = 2.0 * model.active_params + attention_forward
-    return where(recompute == 0, 0.0, where(recompute == 1, attention_forward, full))
+    policy = where(recompute == 1, attention_forward, full)
+    if model.moe is None and model.mla is None:  # per_op is refused elsewhere (solvers.layout_rules)
+        policy = where(recompute == 3, per_op_recompute_flops_per_token(model=model), policy)
+    return where(recompute == 0, 0.0, policy)
+
+
+def per_op_recompute_flops_per_token(*, model: ModelSpec) -> float:
+    """The matmuls torchtitan's op-level selective checkpointing re-runs: ``2 L (kv h + q h + h f)`` per token.
+
+    Its policy saves the output of every ``aten.mm`` of a block but every second one, counted per block, and of
+    the attention kernel, and recomputes the rest. A Llama block calls ``wq, wk, wv, wo`` then ``w1, w3, w2``
+    (``w1, w2`` without a gate), so the key projection (``h x kv``), the output projection (``q x h``) and the
+    MLP's second matmul (``h x f``) run again, forward only (2 FLOPs a multiply-add); the attention core does
+    not. ``q`` and ``kv`` are the query and key widths (``heads x head_dim``, ``kv_heads x head_dim``). Defined
+    for dense models with multi-head or grouped-query attention (``solvers.layout_rules``).
+    Source: torchtitan ``_apply_ac_to_transformer_block`` and ``_save_list`` (``torchtitan/models/llama3/
+    parallelize_llama.py`` at 820504e; ``torchtitan/parallelisms/parallelize_llama.py`` at 9dec370).
+    Example: Llama 3 8B (h 4,096, kv 1,024, f 14,336, 32 layers): 2 x 32 x 4,096 x (1,024 + 4,096 + 14,336)
+    = 5.10e9 FLOP per token, 8.4% of its 6.11e10 model FLOPs at s = 8,192.
+    """
+    h = float(model.hidden)
+    kv = h * kv_width_share(model=model)
+    q = h * query_width_share(model=model)
+    return 2.0 * model.layers * h * (kv + q + float(model.ffn_hidden))
 
 
 def stage_layer_share(*, layers: int, pp: Num) -> Num:
@@ -307,11 +333,12 @@ ELEMENTWISE_HBM_PASSES = 4.0
 its gradient written and read once in the backward pass; a recomputed forward adds two more."""
 
 
-def elementwise_time_s(*, activation_bytes: Num, full_recompute: Num, hbm_bytes_s: float) -> Num:
+def elementwise_time_s(*, activation_bytes: Num, forward_rerun: Num, hbm_bytes_s: float) -> Num:
     """Time of the memory-bound (non-GEMM) work: layer norms, dropout, activation functions, softmax, residuals.
 
     These kernels do a few FLOPs per byte, so HBM bandwidth, not the tensor cores, sets their time:
-    ``passes x activation bytes / HBM bandwidth`` with 4 passes (6 with full recompute), over the
+    ``passes x activation bytes / HBM bandwidth`` with 4 passes (6 when a recompute policy runs the forward's
+    element-wise ops again, ``forward_rerun``: full and per_op), over the
     activation bytes Korthikanti et al. 2022 §4 count per token and layer (``solvers.memory``). The attention
     score matrix counts only when it is materialised (unfused attention, ``training.fused_attention: false``,
     under every recompute policy); fused attention never writes it to HBM (Dao et al., FlashAttention, 2022).
@@ -319,7 +346,7 @@ def elementwise_time_s(*, activation_bytes: Num, full_recompute: Num, hbm_bytes_
     token-layer x 6 / 2.039e12 B/s = 0.95 us, against 3.0 us of GEMMs at 193 TFLOP/s: a third more time,
     which is why small models reach a lower share of peak (Narayanan et al. SC'21 Table 1: 44% vs 52%).
     """
-    passes = ELEMENTWISE_HBM_PASSES + where(full_recompute, 2.0, 0.0)
+    passes = ELEMENTWISE_HBM_PASSES + where(forward_rerun, 2.0, 0.0)
     return passes * activation_bytes / hbm_bytes_s
 
 

@@ -90,6 +90,15 @@ Each effect has a switch (``training.efficiency.effects.<name>``, on by default 
   counted either: the transpose a fused norm's output still needs on Hopper, the extra amax pass of current
   scaling, and a sequence-parallel gather's separate transpose (each a fraction of the counted bytes). No
   constant.
+* ``fp8_tp_gather`` (in ``solvers.exchanges.tp_exchange``): in FP8 training the tensor-parallel all-gather in
+  front of the QKV and the first MLP GEMM carries the FP8 copy those GEMMs read. Transformer Engine's
+  ``LayerNormLinear`` writes its norm's output in FP8 (a ``uint8`` buffer) and, with sequence parallelism, all-gathers
+  that buffer (``transformer_engine/pytorch/module/layernorm_linear.py``, ``_LayerNormLinear.forward``, v1.11; the
+  same through its user-buffer overlap); torchao's ``Float8ColwiseParallel`` (torchtitan's float8 TP) gathers its
+  Float8 input. So each forward gather, and a recomputed forward's, moves 1 byte an element: half an all-gather,
+  a quarter of the all-reduce the convention counts, on the attention half and the dense share of the MLP half.
+  The reduce-scatters and the backward's exchanges stay BF16, as do a MoE layer's MLP (its router reads the
+  norm's BF16 output) and the output layer's. No constant.
 * ``shape_by_precision``: ``d_half`` is fitted to FP8 kernels (``solvers.gemm_shape``). A GEMM's fixed costs
   (launch, prologue and epilogue, the last partial wave) take the same time at any precision while its math
   takes ``1 / rate``, so the dimension at which it reaches half its plateau scales with the large-GEMM rate:
@@ -572,10 +581,11 @@ def model_unfused_bytes_per_token_layer(
     )
 
 
-def unfused_elementwise_time_s(*, bytes_per_pass: Num, full_recompute: Num, hbm_bytes_s: float) -> Num:
-    """``(1 + 2 + [full recompute]) x forward extra bytes / HBM bandwidth``. Example: Llama 3 8B, 16,384 tokens
-    x 32 layers x 401,408 bytes, selective recompute, 2.4e12 B/s: 3 x 210.5e9 / 2.4e12 = 0.263 s."""
-    passes = 1.0 + UNFUSED_BACKWARD_PASSES + where(full_recompute, 1.0, 0.0)
+def unfused_elementwise_time_s(*, bytes_per_pass: Num, forward_rerun: Num, hbm_bytes_s: float) -> Num:
+    """``(1 + 2 + [forward rerun]) x forward extra bytes / HBM bandwidth``; ``forward_rerun``: a recompute policy
+    runs the forward's element-wise ops again (full, per_op). Example: Llama 3 8B, 16,384 tokens x 32 layers x
+    401,408 bytes, selective recompute, 2.4e12 B/s: 3 x 210.5e9 / 2.4e12 = 0.263 s."""
+    passes = 1.0 + UNFUSED_BACKWARD_PASSES + where(forward_rerun, 1.0, 0.0)
     return passes * bytes_per_pass / hbm_bytes_s
 
 
@@ -651,14 +661,15 @@ def fp8_cast_elements_per_token_layer(
 
 
 def fp8_cast_time_s(
-    *, elements: tuple[Num, Num], token_layers: Num, full_recompute: Num, hbm_bytes_s: float
+    *, elements: tuple[Num, Num], token_layers: Num, forward_rerun: Num, hbm_bytes_s: float
 ) -> Num:
-    """``4 x ((1 + [full recompute]) x forward + backward) x token-layers / HBM bandwidth``: the casts of
+    """``4 x ((1 + [forward rerun]) x forward + backward) x token-layers / HBM bandwidth`` (full and per_op
+    recompute cast the forward's inputs again): the casts of
     ``fp8_cast_elements_per_token_layer`` (``elements``, forward and backward) over the busiest stage's tokens
     times layers. Example: Llama 3 8B, tp 1, 32 layers x 16,384 tokens, selective recompute, 3.35e12 B/s:
     4 x 61,440 x 524,288 / 3.35e12 = 38.5 ms."""
     forward, backward = elements
-    passes = (1.0 + where(full_recompute, 1.0, 0.0)) * forward + backward
+    passes = (1.0 + where(forward_rerun, 1.0, 0.0)) * forward + backward
     return FP8_CAST_BYTES * passes * token_layers / hbm_bytes_s
 
 

@@ -158,9 +158,9 @@ def _step(
         dp = maximum(lay.dp, 1)
         etp = maximum(lay.expert_tp, 1)
         b = maximum(lay.microbatch_seqs, 1)
-        recompute = clip(lay.recompute, 0, 2)
+        recompute = clip(lay.recompute, 0, 3)
     schedule = lay.schedule
-    full_recompute = recompute == 2
+    full_recompute, per_op = recompute == 2, recompute == 3  # per_op: torchtitan's op-level checkpointing
 
     global_tokens = float(training.global_batch_tokens)
     global_seqs = training.global_batch_tokens // s
@@ -226,7 +226,8 @@ def _step(
             core_rate = core_rate * kernel * generation_ratio(acc.catalog_ref)
         if fx.context_parallel:
             core_rate = core_rate * effects.saturation(s / cp, core_half)
-        attention_extra = hw_flops_gpu * attention_core_share * (1.0 / core_rate - 1.0 / dense_rate)
+        attention_hw = hw_flops_gpu - where(per_op, recompute_per_token * tokens_per_gpu * stage_share, 0.0)
+        attention_extra = attention_hw * attention_core_share * (1.0 / core_rate - 1.0 / dense_rate)
     expert_load = effects.expert_load(
         skew=fx.moe_skew if fx.moe_overhead else 0.0,
         capacity_factor=training.moe_capacity_factor,
@@ -282,7 +283,7 @@ def _step(
     # ``layer_s``: what each layer of the stage costs besides its math (the pipeline_ends effect weighs it).
     layer_s = compute.elementwise_time_s(
         activation_bytes=m * microbatch_tokens * layers_busiest * traffic_per_token_layer,
-        full_recompute=full_recompute,
+        forward_rerun=recompute >= 2,  # full and per_op
         hbm_bytes_s=hbm,
     )
     if fx.context_parallel or fx.attention_core or bf16_islands:
@@ -300,7 +301,7 @@ def _step(
                 sequence_parallel=lay.sequence_parallel,
                 element_bytes=exchanges.activation_element_bytes(precision=precision),
             ),
-            full_recompute=full_recompute,
+            forward_rerun=recompute >= 2,  # full and per_op
             hbm_bytes_s=hbm,
         )
     if fx.fp8_casts and precision == "fp8":  # GEMM inputs and output gradients quantised through HBM
@@ -314,7 +315,7 @@ def _step(
                 fp8_dispatch=training.moe_fp8_dispatch,
             ),
             token_layers=m * microbatch_tokens * layers_busiest,
-            full_recompute=full_recompute,
+            forward_rerun=recompute >= 2,  # full and per_op
             hbm_bytes_s=hbm,
         )
     if bf16_islands and not fx.pipeline_ends:
@@ -388,6 +389,9 @@ def _step(
         links=links,
         expert_gather=fx.expert_tp_exchange and moe is not None,
         shared_experts=moe is not None and moe.shared_experts > 0,
+        per_op_recompute=per_op,
+        sequence_parallel=lay.sequence_parallel,
+        fp8_gather=fx.fp8_tp_gather and precision == "fp8",
     )
     if replicated_vocab:
         logits = exchanges.logits_gather(

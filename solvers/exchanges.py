@@ -12,7 +12,11 @@ microbatch.
 
 * **TP** (Shoeybi et al. 2019 §3; Korthikanti et al. 2022 §4.2.2): per layer two all-reduces of ``A`` in the
   forward pass and two in the backward (sequence parallelism replaces each by a reduce-scatter and an
-  all-gather of the same total volume); full recompute adds the forward pair again. MoE layers run their MLP
+  all-gather of the same total volume); full recompute adds the forward pair again, and ``per_op`` recompute
+  (torchtitan's op-level selective checkpointing) the forward's all-gathers, half an all-reduce, or its
+  all-reduces without sequence parallelism: it saves the reduce-scatters' outputs, not the gathers'. With the
+  ``fp8_tp_gather`` effect, FP8 training with sequence parallelism gathers the attention's and a dense MLP's
+  input in FP8 in every forward (first and recomputed), half those gathers' bytes. MoE layers run their MLP
   collectives over ``expert_tp``: an all-reduce of ``A``, or (effect ``expert_tp_exchange``) none but the
   attention TP's pair for shared experts, the routed copies' gather being the dispatcher's (EP below). Per GPU per
   step: ``m L 4 x 2(t-1)/t x A``. Example (seed 004 §5.3, HPN Table 3): GPT-3 175B, b = 1, s = 2,048, TP 8:
@@ -92,6 +96,9 @@ def tp_exchange(
     links: collectives.Links,
     expert_gather: bool = False,
     shared_experts: bool = False,
+    per_op_recompute: Num = False,
+    sequence_parallel: Num = False,
+    fp8_gather: Num = False,
 ) -> Exchange:
     """Tensor-parallel all-reduces (module docstring). Example: HPN GPT-3 -> 352 MB per layer-microbatch.
 
@@ -101,6 +108,14 @@ def tp_exchange(
     all-reduces ``A`` over ``expert_tp``. Example: Qwen2-57B-A14B (a shared expert) at TP 2: A per MoE layer and
     pass either way; Mixtral (none) at TP 2, expert TP 2: 0 against A."""
     per_half = where(full_recompute, 3.0, 2.0)  # collectives per layer per half (attention, MLP)
+    # per_op re-runs what its policy does not save: the all-gathers (half an all-reduce's time and bytes)
+    per_half = per_half + where(per_op_recompute, where(sequence_parallel, 0.5, 1.0), 0.0)
+    # fp8_tp_gather: each forward all-gather (half an all-reduce) of the attention's and a dense MLP's input moves
+    # FP8, half its bytes: a quarter of an all-reduce saved per gather (the first forward's and a recomputed one's)
+    saved = where(
+        fp8_gather & sequence_parallel, 0.25 * (1.0 + where(full_recompute | per_op_recompute, 1.0, 0.0)), 0.0
+    )
+    fp8_halves = 2.0 - moe_share  # the attention half and the dense share of the MLP half
     stride = 1
     attn_t, attn_nic = collectives.placed_all_reduce_s(
         group_size=tp, stride=stride, message_bytes=activation_bytes, links=links
@@ -123,12 +138,14 @@ def tp_exchange(
     mlp_t = (1.0 - moe_share) * attn_t + moe_share * mlp_group_t
     mlp_nic = (1.0 - moe_share) * attn_nic + moe_share * mlp_group_nic
     mlp_b = (1.0 - moe_share) * attn_b + moe_share * mlp_group_b
-    per_layer_b = per_half * (attn_b + mlp_b)
+    per_layer_b = per_half * (attn_b + mlp_b) - saved * fp8_halves * attn_b
     count = microbatches * per_half
     return Exchange(
         bytes_per_gpu=microbatches * layers_mean * per_layer_b,
-        time_s=count * layers_busiest * (attn_t + mlp_t),
-        nic_bytes=count * layers_busiest * (attn_nic + mlp_nic),
+        time_s=count * layers_busiest * (attn_t + mlp_t)
+        - microbatches * saved * layers_busiest * fp8_halves * attn_t,
+        nic_bytes=count * layers_busiest * (attn_nic + mlp_nic)
+        - microbatches * saved * layers_busiest * fp8_halves * attn_nic,
         burst_bytes=maximum(attn_nic, mlp_nic),
     )
 

@@ -17,6 +17,7 @@ from solvers.compute import Num, logical_not, maximum
 from solvers.layout import Layout
 from solvers.specs import (
     PRECISIONS,
+    RECOMPUTE_CODE,
     RECOMPUTE_POLICIES,
     SCHEDULE_CODE,
     SCHEDULES,
@@ -30,6 +31,7 @@ from solvers.specs import (
 
 _INTERLEAVED = SCHEDULE_CODE["interleaved"]
 _DUALPIPE = SCHEDULE_CODE["dualpipe"]
+_PER_OP = RECOMPUTE_CODE["per_op"]
 
 
 def layout_rule_codes(
@@ -93,6 +95,7 @@ _RULES: tuple[str, ...] = (
     "dualpipe_even_pp",
     "dualpipe_microbatches",
     "precision_peak",
+    "per_op_dense_block",
 )
 
 
@@ -140,6 +143,7 @@ def rule_masks(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec
         dualpipe & ((p < 2) | (p % 2 != 0)),
         dualpipe & ((micro < 2 * p) | (micro % 2 != 0)),
         training.precision not in cluster.accelerator.peak_tflops,
+        (lay.recompute == _PER_OP) & (not dense or model.mla is not None),
     ]
 
 
@@ -222,6 +226,13 @@ def rule_message(
         return (
             f"{path}microbatch_seqs: dualpipe needs an even number of microbatches (={micro}) >= 2*pp "
             f"(={2 * pp}) (deepseek-ai/DualPipe)"
+        )
+    if rule == "per_op_dense_block":
+        return (
+            f"{path}recompute: per_op (torchtitan's op-level selective checkpointing) is defined for a dense "
+            "model with multi-head or grouped-query attention, which counts a block's matmuls as a Llama block "
+            "does; this model has "
+            + ("mixture-of-experts layers" if model.moe is not None else "multi-head latent attention")
         )
     known = ", ".join(sorted(cluster.accelerator.peak_tflops))
     return (

@@ -32,7 +32,10 @@ attention and gated MLPs:
 
 So ``none`` = ``s b h (34 + 5 a s / h)`` for GPT-3 shapes without parallelism (Korthikanti eq. 1),
 ``selective`` drops the score term (eq. 5; fused attention kernels never store it either), ``full`` keeps only each
-layer's ``2 h`` input plus one layer's working set during its recomputation (§5). Routed-expert MLPs store,
+layer's ``2 h`` input plus one layer's working set during its recomputation (§5), and ``per_op`` (torchtitan's
+op-level selective checkpointing, dense Llama blocks) keeps the block's input, the outputs of the matmuls it saves
+and of the attention kernel, and of the sequence-parallel reduce-scatters (``per_op_bytes_per_token_layer``),
+plus what one layer's working set adds to that during its recomputation. Routed-expert MLPs store,
 per token, ``top_k`` dispatched inputs ``2h`` and ``top_k`` expert activations, split over ``expert_tp``; with
 ``expert_gather`` (the ``expert_tp_exchange`` effect) a GPU holds ``etp/tp`` of its TP group's routed copies, each
 ``2h`` whole, and ``1/etp`` of their expert activations (``top_k (2h etp + 6 f_e) / tp`` per token with a gated
@@ -153,7 +156,34 @@ def activation_bytes_per_token_layer(
     selective = rep + attention_split / t + mlp_part
     none = selective + scores / t
     full_input = where(sequence_parallel, 2.0 * h / t, 2.0 * h)
-    return where(recompute == 0, none, where(recompute == 1, selective, full_input))
+    stored = where(recompute == 1, selective, full_input)
+    if model.moe is None and model.mla is None:  # per_op is refused elsewhere (solvers.layout_rules)
+        per_op = per_op_bytes_per_token_layer(model=model, tp=t, sequence_parallel=sequence_parallel)
+        stored = where(recompute == 3, per_op, stored)
+    return where(recompute == 0, none, stored)
+
+
+def per_op_bytes_per_token_layer(*, model: ModelSpec, tp: Num, sequence_parallel: Num) -> Num:
+    """What torchtitan's op-level selective checkpointing stores per token and layer, in BF16 (2 bytes):
+    ``2 (x + (2q + kv + f)/t + h) + [SP, t > 1] 4h/t``.
+
+    The block's input ``x`` (``h/t`` with sequence parallelism, else ``h``); the saved matmul outputs, every
+    second one of ``wq, wk, wv, wo, w1, w3, w2`` (``compute.per_op_recompute_flops_per_token``): the queries
+    ``q/t``, the values ``kv/t``, the MLP's first matmul ``f/t`` and its last, whose row-parallel output is a
+    partial sum of all ``h`` before its reduction; the attention kernel's output ``q/t`` (its log-sum-exp, 4 bytes
+    a head, left out); with sequence parallelism on ``t > 1`` ranks the outputs of the two reduce-scatters,
+    ``h/t`` each, which the policy also saves. Source: torchtitan ``_save_list`` (``parallelize_llama.py`` at
+    820504e). Example: Llama 3 8B at TP 8 with sequence parallelism: 2 x (512 + (8,192 + 1,024 + 14,336)/8
+    + 4,096) + 4 x 4,096/8 = 17,152 bytes; at TP 1, 2 x (4,096 + 23,552 + 4,096) = 63,488 bytes.
+    """
+    h = float(model.hidden)
+    t = 1.0 * tp
+    widths = (
+        2.0 * query_width_share(model=model) * h + kv_width_share(model=model) * h + float(model.ffn_hidden)
+    )
+    block_input = where(sequence_parallel, h / t, h)
+    reduced = where(sequence_parallel & (t > 1.0), 4.0 * h / t, 0.0)
+    return 2.0 * (block_input + widths / t + h) + reduced
 
 
 def activation_bytes(
@@ -174,7 +204,7 @@ def activation_bytes(
 
     ``microbatch_tokens`` is the tokens one GPU sees per microbatch (``b s / cp``). With full recompute one
     layer's complete activations are added once (the layer being recomputed; its score matrix only when
-    ``scores`` is materialised). MoE layers are counted in
+    ``scores`` is materialised); with per_op what they add to the layer's own stored share. MoE layers are counted in
     proportion ``moe_layers / layers``.
     Example: Llama 3 405B (no dropout), TP8 + SP, selective, b = 1, s = 8,192, 8 layers, 16 in flight:
     65,024 B per token-layer x 8,192 x 8 x 16 = 68.2 GB (72.5 GB with Korthikanti's two dropout masks).
@@ -197,7 +227,9 @@ def activation_bytes(
     working = activation_bytes_per_token_layer(
         recompute=where(scores, 0, 1), moe_layer=moe_share > 0.5, **kwargs
     )
-    return stored + where(recompute == 2, working * microbatch_tokens, 0.0)
+    # the layer being recomputed holds its whole working set; per_op already keeps part of it
+    rerun_extra = where(recompute == 3, maximum(working - per_token_layer, 0.0), working)
+    return stored + where(recompute >= 2, rerun_extra * microbatch_tokens, 0.0)
 
 
 def scores_materialised(*, recompute: Num, fused_attention: bool | None) -> Num:

@@ -24,12 +24,15 @@ BoolArray = npt.NDArray[np.bool_]
 
 Precision = Literal["bf16", "fp16", "fp8", "fp32"]
 Optimizer = Literal["adam", "sgd"]
-Recompute = Literal["none", "selective", "full"]
+Recompute = Literal["none", "selective", "full", "per_op"]
 
 PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp8", "fp32")
 OPTIMIZERS: tuple[str, ...] = ("adam", "sgd")
 SCHEDULES: tuple[str, ...] = ("gpipe", "1f1b", "interleaved", "zero_bubble", "dualpipe")
-RECOMPUTE_POLICIES: tuple[str, ...] = ("none", "selective", "full")
+RECOMPUTE_POLICIES: tuple[str, ...] = ("none", "selective", "full", "per_op")
+# The policies a search tries unless its space names others: ``per_op`` is one framework's policy (torchtitan's
+# op-level selective checkpointing), not a choice every framework offers.
+SEARCHED_RECOMPUTE: tuple[str, ...] = ("none", "selective", "full")
 GRAD_REDUCE_DTYPES: tuple[str, ...] = ("bf16", "fp32")
 PIPELINE_SPLITS: tuple[str, ...] = ("balanced", "even")
 # When ZeRO-3 exchanges parameters and gradients in a step of several microbatches (``training.zero3_exchange``).
@@ -327,6 +330,15 @@ class EffectsSpec:
         "the matrix-shape curve's half-rate dimension, fitted to FP8 kernels, scales with the large-GEMM rate "
         "over the accelerator's FP8 rate on tensor-core precisions (a GEMM's fixed costs take the same time at "
         "any precision: at a lower rate a smaller dimension reaches the same share of the plateau); no constant"
+    )
+    fp8_tp_gather: bool = _switch(
+        "in FP8 training with sequence parallelism the forward's tensor-parallel all-gathers of the attention's "
+        "and a dense MLP's inputs carry FP8, 1 byte an element: Transformer Engine's LayerNormLinear writes its "
+        "norm's output in FP8 and gathers that (transformer_engine/pytorch/module/layernorm_linear.py, "
+        "_LayerNormLinear.forward, v1.11 and later), torchao's Float8ColwiseParallel gathers Float8 tensors "
+        "(torchtitan's float8 tensorwise TP); a recomputed forward's gathers too; the reduce-scatters, the "
+        "backward's exchanges and a MoE layer's MLP (its router reads the norm's BF16 output) stay BF16; no "
+        "constant"
     )
     shape_half_dim: float = 0.0  # GEMM dimension at which the saturating curve reaches half its plateau
     jitter: float = 0.0  # relative standard deviation of one rank's step time (straggler term)

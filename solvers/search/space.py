@@ -43,6 +43,7 @@ from solvers.specs import (
     RECOMPUTE_POLICIES,
     SCHEDULE_CODE,
     SCHEDULES,
+    SEARCHED_RECOMPUTE,
     BoolArray,
     ClusterSpec,
     IntArray,
@@ -182,7 +183,7 @@ def default_space(
         sequence_parallel=(False, True),
         zero_stage=(0, 1, 2, 3),
         fsdp_reshard_after_forward=(True, False),
-        recompute=RECOMPUTE_POLICIES,
+        recompute=SEARCHED_RECOMPUTE,
         grad_reduce_dtype=stated_numerics(stated_layout),
     )
 

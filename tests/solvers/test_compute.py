@@ -84,10 +84,10 @@ def test_gemm_intensity_and_roofline() -> None:
 def test_elementwise_time_example() -> None:
     """Docstring example: 324 kB per token-layer x 6 passes / 2.039e12 B/s = 0.95 us."""
     per = 34 * 2304 + 5 * 24 * 2048
-    t = compute.elementwise_time_s(activation_bytes=float(per), full_recompute=True, hbm_bytes_s=2.039e12)
+    t = compute.elementwise_time_s(activation_bytes=float(per), forward_rerun=True, hbm_bytes_s=2.039e12)
     assert t == pytest.approx(0.95e-6, rel=0.01)
     assert compute.elementwise_time_s(
-        activation_bytes=float(per), full_recompute=False, hbm_bytes_s=2.039e12
+        activation_bytes=float(per), forward_rerun=False, hbm_bytes_s=2.039e12
     ) == pytest.approx(t * 4 / 6)
 
 

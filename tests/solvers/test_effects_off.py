@@ -110,6 +110,7 @@ def test_the_switches_are_the_effects() -> None:
         "expert_tp_exchange",
         "fp8_casts",
         "shape_by_precision",
+        "fp8_tp_gather",
     }
 
 

@@ -55,12 +55,12 @@ def test_the_worked_example_of_the_docstrings() -> None:
     two halves) and fc2 output gradients backward; 4 bytes an element over 32 layers x 16,384 tokens."""
     assert _elements(LLAMA3_8B) == (4096 + 14336, 6144 + 4096 + 2 * 14336 + 4096)
     seconds = effects.fp8_cast_time_s(
-        elements=_elements(LLAMA3_8B), token_layers=32 * 16384, full_recompute=False, hbm_bytes_s=3.35e12
+        elements=_elements(LLAMA3_8B), token_layers=32 * 16384, forward_rerun=False, hbm_bytes_s=3.35e12
     )
     assert seconds == pytest.approx(0.0385, rel=1e-3)
     # a full recomputation repeats the forward's casts
     again = effects.fp8_cast_time_s(
-        elements=_elements(LLAMA3_8B), token_layers=32 * 16384, full_recompute=True, hbm_bytes_s=3.35e12
+        elements=_elements(LLAMA3_8B), token_layers=32 * 16384, forward_rerun=True, hbm_bytes_s=3.35e12
     )
     assert again - seconds == pytest.approx(4 * 18432 * 32 * 16384 / 3.35e12)
 

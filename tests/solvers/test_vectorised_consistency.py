@@ -15,7 +15,16 @@ import pytest
 from solvers.engine import StepColumns, check_layouts, evaluate, evaluate_one, layout_rule_codes
 from solvers.inputs import resolve
 from solvers.layout import Layout
-from solvers.specs import ClusterSpec, EffectsSpec, LayoutBatch, ModelSpec, MoESpec, OverlapSpec, TrainingSpec
+from solvers.specs import (
+    RECOMPUTE_POLICIES,
+    ClusterSpec,
+    EffectsSpec,
+    LayoutBatch,
+    ModelSpec,
+    MoESpec,
+    OverlapSpec,
+    TrainingSpec,
+)
 from tests.solvers.test_engine import DEEPSEEK_V3, LLAMA3_405B, catalog_cluster, training
 
 DEEPSEEK_V3_MTP = resolve({"model": {"preset": "deepseek-v3"}}).model
@@ -54,7 +63,7 @@ def random_layouts(
         zero_stage=rng.integers(0, 4, draws).astype(np.int64),
         fsdp_reshard_after_forward=rng.random(draws) < 0.5,
         expert_tp=np.where(rng.random(draws) < 0.5, 1, tp).astype(np.int64),
-        recompute=rng.integers(0, 3, draws).astype(np.int64),
+        recompute=rng.integers(0, len(RECOMPUTE_POLICIES), draws).astype(np.int64),
         grad_reduce_fp32=rng.random(draws) < 0.5,
     )
     ok, _ = check_layouts(model=model, cluster=cluster, training=tr, layouts=batch)
@@ -304,7 +313,7 @@ def test_rule_codes_batch_equals_batches_of_one() -> None:
         zero_stage=rng.integers(0, 5, n).astype(np.int64),
         fsdp_reshard_after_forward=rng.random(n) < 0.5,
         expert_tp=tp.astype(np.int64),
-        recompute=rng.integers(0, 3, n).astype(np.int64),
+        recompute=rng.integers(0, len(RECOMPUTE_POLICIES), n).astype(np.int64),
         grad_reduce_fp32=rng.random(n) < 0.5,
     )
     codes, _ = layout_rule_codes(model=model, cluster=cluster, training=tr, layouts=layouts)
