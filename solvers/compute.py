@@ -252,40 +252,47 @@ def output_layer_flops_per_token(*, model: ModelSpec) -> float:
     return (1.0 + model.mtp_layers) * output_head_flops_per_token(model=model)
 
 
-def recompute_flops_per_token(*, model: ModelSpec, seq_len: int, recompute: Num) -> Num:
+def recompute_flops_per_token(
+    *, model: ModelSpec, seq_len: int, recompute: Num, projection_kept: Num = False
+) -> Num:
     """Extra FLOPs per token spent recomputing activations, by policy code (none 0, selective 1, full 2, per_op 3).
 
     none: 0. selective: ``4 * L * h * s`` (the attention core's forward; Korthikanti et al. 2022 §4.3).
     full: ``2 * N_active + 4 * L * h * s``, one more forward pass (Korthikanti et al. 2022 §5).
-    per_op: ``per_op_recompute_flops_per_token``.
+    per_op: ``per_op_recompute_flops_per_token`` (``projection_kept``: compiled, with sequence-parallel TP).
     Example: GPT-3 175B, s = 2,048, full: 2 x 175e9 + 4 x 96 x 12,288 x 2,048 = 3.597e11 FLOP per token.
     """
     attention_forward = attention_flops_per_token(model=model, seq_len=seq_len) / 3.0
     full = 2.0 * model.active_params + attention_forward
     policy = where(recompute == 1, attention_forward, full)
     if model.moe is None and model.mla is None:  # per_op is refused elsewhere (solvers.layout_rules)
-        policy = where(recompute == 3, per_op_recompute_flops_per_token(model=model), policy)
+        per_op = per_op_recompute_flops_per_token(model=model, projection_kept=projection_kept)
+        policy = where(recompute == 3, per_op, policy)
     return where(recompute == 0, 0.0, policy)
 
 
-def per_op_recompute_flops_per_token(*, model: ModelSpec) -> float:
+def per_op_recompute_flops_per_token(*, model: ModelSpec, projection_kept: Num = False) -> Num:
     """The matmuls torchtitan's op-level selective checkpointing re-runs: ``2 L (kv h + q h + h f)`` per token.
 
     Its policy saves the output of every ``aten.mm`` of a block but every second one, counted per block, and of
-    the attention kernel, and recomputes the rest. A Llama block calls ``wq, wk, wv, wo`` then ``w1, w3, w2``
-    (``w1, w2`` without a gate), so the key projection (``h x kv``), the output projection (``q x h``) and the
-    MLP's second matmul (``h x f``) run again, forward only (2 FLOPs a multiply-add); the attention core does
-    not. ``q`` and ``kv`` are the query and key widths (``heads x head_dim``, ``kv_heads x head_dim``). Defined
-    for dense models with multi-head or grouped-query attention (``solvers.layout_rules``).
+    the attention kernel, and recomputes the rest. A Llama block calls ``wq, wk, wv, wo`` then ``w1, w3, w2``,
+    so the key projection (``h x kv``), the output projection (``q x h``) and the MLP's up projection
+    (``h x f``) run again, forward only (2 FLOPs a multiply-add); the attention core does not. ``q`` and ``kv``
+    are the query and key widths (``heads x head_dim``, ``kv_heads x head_dim``). Defined for dense models with a
+    gated MLP and multi-head or grouped-query attention (``solvers.layout_rules``).
+    Compiled (torch.compile), the backward graph recomputes only what the backward reads: with sequence-parallel
+    TP the saved reduce-scatter output stands in for the output projection's, which is not run again
+    (``projection_kept``: ``2 L h (kv + f)``); without it the residual sum needs the projection's output.
     Source: torchtitan ``_apply_ac_to_transformer_block`` and ``_save_list`` (``torchtitan/models/llama3/
-    parallelize_llama.py`` at 820504e; ``torchtitan/parallelisms/parallelize_llama.py`` at 9dec370).
+    parallelize_llama.py`` at 820504e; ``torchtitan/parallelisms/parallelize_llama.py`` at 9dec370); PyTorch's
+    min-cut partitioner (``torch/_functorch/partitioners.py``) honours the policy's tags for what it saves.
     Example: Llama 3 8B (h 4,096, kv 1,024, f 14,336, 32 layers): 2 x 32 x 4,096 x (1,024 + 4,096 + 14,336)
-    = 5.10e9 FLOP per token, 8.4% of its 6.11e10 model FLOPs at s = 8,192.
+    = 5.10e9 FLOP per token, 8.4% of its 6.11e10 model FLOPs at s = 8,192; 4.03e9 with the projection kept.
     """
     h = float(model.hidden)
     kv = h * kv_width_share(model=model)
     q = h * query_width_share(model=model)
-    return 2.0 * model.layers * h * (kv + q + float(model.ffn_hidden))
+    return 2.0 * model.layers * h * (kv + where(projection_kept, 0.0, q) + float(model.ffn_hidden))
 
 
 def stage_layer_share(*, layers: int, pp: Num) -> Num:

@@ -90,15 +90,17 @@ Each effect has a switch (``training.efficiency.effects.<name>``, on by default 
   counted either: the transpose a fused norm's output still needs on Hopper, the extra amax pass of current
   scaling, and a sequence-parallel gather's separate transpose (each a fraction of the counted bytes). No
   constant.
-* ``fp8_tp_gather`` (in ``solvers.exchanges.tp_exchange``): in FP8 training the tensor-parallel all-gather in
-  front of the QKV and the first MLP GEMM carries the FP8 copy those GEMMs read. Transformer Engine's
-  ``LayerNormLinear`` writes its norm's output in FP8 (a ``uint8`` buffer) and, with sequence parallelism, all-gathers
-  that buffer (``transformer_engine/pytorch/module/layernorm_linear.py``, ``_LayerNormLinear.forward``, v1.11; the
-  same through its user-buffer overlap); torchao's ``Float8ColwiseParallel`` (torchtitan's float8 TP) gathers its
-  Float8 input. So each forward gather, and a recomputed forward's, moves 1 byte an element: half an all-gather,
-  a quarter of the all-reduce the convention counts, on the attention half and the dense share of the MLP half.
-  The reduce-scatters and the backward's exchanges stay BF16, as do a MoE layer's MLP (its router reads the
-  norm's BF16 output) and the output layer's. No constant.
+* ``fp8_tp_gather`` (in ``solvers.exchanges.tp_exchange``): in FP8 training the tensor-parallel all-gathers
+  carry the FP8 copies the GEMMs read. Transformer Engine's ``LayerNormLinear`` writes its norm's output in FP8 (a
+  ``uint8`` buffer) and, with sequence parallelism, all-gathers that buffer in front of the QKV and the first MLP
+  GEMM (``transformer_engine/pytorch/module/layernorm_linear.py``, ``_LayerNormLinear.forward``, v1.11; the same
+  through its user-buffer overlap), and in the backward casts a row-parallel layer's output gradient to FP8 before
+  gathering it (``module/base.py``, ``grad_output_preprocess``); torchao's ``Float8ColwiseParallel`` and
+  ``Float8RowwiseParallel`` (torchtitan's float8 TP) gather Float8 tensors both ways. So each all-gather (the
+  forward's, a recomputed forward's and the backward's) moves 1 byte an element: half an all-gather, a quarter of
+  the all-reduce the convention counts, on the attention half and the dense share of the MLP half (1.5 of the 2
+  all-reduces of a half layer without recompute). The reduce-scatters stay BF16, as do a MoE layer's MLP (its
+  router reads the norm's BF16 output) and the output layer's. No constant.
 * ``shape_by_precision``: ``d_half`` is fitted to FP8 kernels (``solvers.gemm_shape``). A GEMM's fixed costs
   (launch, prologue and epilogue, the last partial wave) take the same time at any precision while its math
   takes ``1 / rate``, so the dimension at which it reaches half its plateau scales with the large-GEMM rate:

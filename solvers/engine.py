@@ -166,14 +166,15 @@ def _step(
     global_seqs = training.global_batch_tokens // s
     microbatches = maximum(global_seqs // (dp * b), 1)
     m = 1.0 * microbatches
-    # a pipeline filled and drained once per flush of at most f microbatches (training.pipeline_flush_microbatches)
-    f = training.pipeline_flush_microbatches
-    flush_mb = microbatches if f is None else minimum(microbatches, f)
-    flushes = 1 if f is None else -(-microbatches // f)
+    flush_mb, flushes = pipeline.flushes(microbatches=microbatches, f=training.pipeline_flush_microbatches)
 
     # --- compute ---------------------------------------------------------------------------------------
     flops_per_token = compute.model_flops_per_token(model=model, seq_len=s)
-    recompute_per_token = compute.recompute_flops_per_token(model=model, seq_len=s, recompute=recompute)
+    compiled = training.fused_elementwise is not False  # torch.compile: per_op's backward graph recomputes
+    kept = compiled & lay.sequence_parallel & (tp > 1)  # per_op compiled: no output projection run again
+    recompute_per_token = compute.recompute_flops_per_token(
+        model=model, seq_len=s, recompute=recompute, projection_kept=kept
+    )
     layers_busiest = compute.busiest_stage_layers(layers=L, pp=pp)
     stage_share = layers_busiest / float(L)
     layers_mean = L / pp
@@ -218,8 +219,7 @@ def _step(
     attention_core_share = compute.attention_flops_per_token(model=model, seq_len=s) / flops_per_token
     attention_extra = 0.0
     if fx.context_parallel or fx.attention_core or bf16_islands:
-        # The attention core at its own rate (attention_core; times its kernel's over FlashAttention-2's, attention_
-        # kernels), at the curve of its s/cp blocks (context_parallel), at BF16 in FP8 training (fp8_scope).
+        # its own rate (attention_core, attention_kernels), s/cp blocks (context_parallel), BF16 in FP8 (fp8_scope)
         core_rate = rate_bf16 * (fx.attention_rate_factor if fx.attention_core else 1.0)
         if fx.attention_core and fx.attention_kernels and training.fused_attention is not False:
             kernel = attention_kernel_ratio(training.attention_kernel, family_of(acc.catalog_ref))
@@ -447,8 +447,7 @@ def _step(
         weight_bytes=gather_w,
     )
     if fx.zero3_recompute_regather:
-        # One checkpointed block's parameters on this GPU (a layer's dense share, embeddings spread in, plus a
-        # MoE layer's experts on this expert rank), against DeepSpeed's reuse distance.
+        # one checkpointed block's parameters on this GPU (a layer's, plus its experts) against the reuse distance
         block_params = dense_params / L / tp
         if moe is not None:
             block_params = block_params + expert_params / max(moe.moe_layers, 1) / (ep * etp)
@@ -464,8 +463,7 @@ def _step(
         if expert_gather_b is not None:
             expert_gather_b = expert_gather_b + regather
 
-    # the input embedding replicated over TP (tp_vocab_parallel false): its parameters on the first stage, each
-    # TP rank holding all of them, priced on the busiest stage whatever stage that is
+    # the input embedding whole on every TP rank (tp_vocab_parallel false), priced on the busiest stage
     unsplit_embedding = model.vocab * h * (1.0 - 1.0 / tp) if replicated_vocab else 0.0
     dense_mean = copies * dense_params / (tp * pp)
     dense_busy = copies * dense_params * stage_share / tp
@@ -648,6 +646,7 @@ def _step(
         in_flight=in_flight,
         scores=scores,
         expert_gather=fx.expert_tp_exchange,
+        compiled=compiled,
     )
     total = weights + grads + optim + activations
     capacity = acc.hbm_gb * 1e9

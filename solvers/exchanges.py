@@ -15,8 +15,9 @@ microbatch.
   all-gather of the same total volume); full recompute adds the forward pair again, and ``per_op`` recompute
   (torchtitan's op-level selective checkpointing) the forward's all-gathers, half an all-reduce, or its
   all-reduces without sequence parallelism: it saves the reduce-scatters' outputs, not the gathers'. With the
-  ``fp8_tp_gather`` effect, FP8 training with sequence parallelism gathers the attention's and a dense MLP's
-  input in FP8 in every forward (first and recomputed), half those gathers' bytes. MoE layers run their MLP
+  ``fp8_tp_gather`` effect, FP8 training with sequence parallelism gathers in FP8, half their bytes, the
+  attention's and a dense MLP's input in every forward (first and recomputed) and their output gradient in the
+  backward; the reduce-scatters stay BF16. MoE layers run their MLP
   collectives over ``expert_tp``: an all-reduce of ``A``, or (effect ``expert_tp_exchange``) none but the
   attention TP's pair for shared experts, the routed copies' gather being the dispatcher's (EP below). Per GPU per
   step: ``m L 4 x 2(t-1)/t x A``. Example (seed 004 §5.3, HPN Table 3): GPT-3 175B, b = 1, s = 2,048, TP 8:
@@ -110,10 +111,11 @@ def tp_exchange(
     per_half = where(full_recompute, 3.0, 2.0)  # collectives per layer per half (attention, MLP)
     # per_op re-runs what its policy does not save: the all-gathers (half an all-reduce's time and bytes)
     per_half = per_half + where(per_op_recompute, where(sequence_parallel, 0.5, 1.0), 0.0)
-    # fp8_tp_gather: each forward all-gather (half an all-reduce) of the attention's and a dense MLP's input moves
-    # FP8, half its bytes: a quarter of an all-reduce saved per gather (the first forward's and a recomputed one's)
+    # fp8_tp_gather: each all-gather (half an all-reduce) moves FP8, half its bytes, a quarter of an all-reduce
+    # saved per gather: the forward's of the block's input, the backward's of the output gradient, a recomputed
+    # forward's
     saved = where(
-        fp8_gather & sequence_parallel, 0.25 * (1.0 + where(full_recompute | per_op_recompute, 1.0, 0.0)), 0.0
+        fp8_gather & sequence_parallel, 0.25 * (2.0 + where(full_recompute | per_op_recompute, 1.0, 0.0)), 0.0
     )
     fp8_halves = 2.0 - moe_share  # the attention half and the dense share of the MLP half
     stride = 1

@@ -143,7 +143,7 @@ def rule_masks(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec
         dualpipe & ((p < 2) | (p % 2 != 0)),
         dualpipe & ((micro < 2 * p) | (micro % 2 != 0)),
         training.precision not in cluster.accelerator.peak_tflops,
-        (lay.recompute == _PER_OP) & (not dense or model.mla is not None),
+        (lay.recompute == _PER_OP) & (not dense or model.mla is not None or not model.gated_mlp),
     ]
 
 
@@ -230,9 +230,15 @@ def rule_message(
     if rule == "per_op_dense_block":
         return (
             f"{path}recompute: per_op (torchtitan's op-level selective checkpointing) is defined for a dense "
-            "model with multi-head or grouped-query attention, which counts a block's matmuls as a Llama block "
-            "does; this model has "
-            + ("mixture-of-experts layers" if model.moe is not None else "multi-head latent attention")
+            "model with a gated MLP and multi-head or grouped-query attention, whose blocks call their matmuls "
+            "as a Llama block does; this model has "
+            + (
+                "mixture-of-experts layers"
+                if model.moe is not None
+                else "multi-head latent attention"
+                if model.mla is not None
+                else "an MLP without a gate"
+            )
         )
     known = ", ".join(sorted(cluster.accelerator.peak_tflops))
     return (

@@ -34,8 +34,9 @@ So ``none`` = ``s b h (34 + 5 a s / h)`` for GPT-3 shapes without parallelism (K
 ``selective`` drops the score term (eq. 5; fused attention kernels never store it either), ``full`` keeps only each
 layer's ``2 h`` input plus one layer's working set during its recomputation (§5), and ``per_op`` (torchtitan's
 op-level selective checkpointing, dense Llama blocks) keeps the block's input, the outputs of the matmuls it saves
-and of the attention kernel, and of the sequence-parallel reduce-scatters (``per_op_bytes_per_token_layer``),
-plus what one layer's working set adds to that during its recomputation. Routed-expert MLPs store,
+and of the attention kernel, and of the sequence-parallel reduce-scatters, compiled only those the backward reads
+(``per_op_bytes_per_token_layer``), plus what one layer's working set adds to the inputs it keeps during its
+recomputation. Routed-expert MLPs store,
 per token, ``top_k`` dispatched inputs ``2h`` and ``top_k`` expert activations, split over ``expert_tp``; with
 ``expert_gather`` (the ``expert_tp_exchange`` effect) a GPU holds ``etp/tp`` of its TP group's routed copies, each
 ``2h`` whole, and ``1/etp`` of their expert activations (``top_k (2h etp + 6 f_e) / tp`` per token with a gated
@@ -122,6 +123,7 @@ def activation_bytes_per_token_layer(
     recompute: Num,
     moe_layer: bool,
     expert_gather: bool = False,
+    compiled: bool = False,
 ) -> Num:
     """Activation bytes stored per token per layer on one GPU (Korthikanti et al. 2022 §4, generalised).
 
@@ -158,32 +160,50 @@ def activation_bytes_per_token_layer(
     full_input = where(sequence_parallel, 2.0 * h / t, 2.0 * h)
     stored = where(recompute == 1, selective, full_input)
     if model.moe is None and model.mla is None:  # per_op is refused elsewhere (solvers.layout_rules)
-        per_op = per_op_bytes_per_token_layer(model=model, tp=t, sequence_parallel=sequence_parallel)
+        per_op = per_op_bytes_per_token_layer(
+            model=model, tp=t, sequence_parallel=sequence_parallel, compiled=compiled
+        )
         stored = where(recompute == 3, per_op, stored)
     return where(recompute == 0, none, stored)
 
 
-def per_op_bytes_per_token_layer(*, model: ModelSpec, tp: Num, sequence_parallel: Num) -> Num:
-    """What torchtitan's op-level selective checkpointing stores per token and layer, in BF16 (2 bytes):
-    ``2 (x + (2q + kv + f)/t + h) + [SP, t > 1] 4h/t``.
+def per_op_bytes_per_token_layer(
+    *,
+    model: ModelSpec,
+    tp: Num,
+    sequence_parallel: Num,
+    compiled: bool = False,
+    kept_inputs_only: bool = False,
+) -> Num:
+    """What torchtitan's op-level selective checkpointing stores per token and layer, in BF16 (2 bytes): eager
+    ``2 (x + (2q + kv + f)/t + h) + [SP, t > 1] 4h/t``, compiled ``2 (x + (2q + kv + f)/t) + [SP, t > 1] 2h/t``.
 
     The block's input ``x`` (``h/t`` with sequence parallelism, else ``h``); the saved matmul outputs, every
     second one of ``wq, wk, wv, wo, w1, w3, w2`` (``compute.per_op_recompute_flops_per_token``): the queries
-    ``q/t``, the values ``kv/t``, the MLP's first matmul ``f/t`` and its last, whose row-parallel output is a
+    ``q/t``, the values ``kv/t``, the MLP's gate ``f/t`` and its down projection, whose row-parallel output is a
     partial sum of all ``h`` before its reduction; the attention kernel's output ``q/t`` (its log-sum-exp, 4 bytes
     a head, left out); with sequence parallelism on ``t > 1`` ranks the outputs of the two reduce-scatters,
-    ``h/t`` each, which the policy also saves. Source: torchtitan ``_save_list`` (``parallelize_llama.py`` at
-    820504e). Example: Llama 3 8B at TP 8 with sequence parallelism: 2 x (512 + (8,192 + 1,024 + 14,336)/8
-    + 4,096) + 4 x 4,096/8 = 17,152 bytes; at TP 1, 2 x (4,096 + 23,552 + 4,096) = 63,488 bytes.
+    ``h/t`` each, which the policy also saves. Compiled (torch.compile), the backward graph keeps only the saved
+    outputs the backward reads: not the down projection's nor the second reduce-scatter's (they feed only the
+    block's output), but the first reduce-scatter's, from which the residual sum is recomputed.
+    ``kept_inputs_only``: ``2 (x + (2q + kv + f)/t)``, the share of it that a layer's working set during its
+    recomputation also counts (``activation_bytes``).
+    Source: torchtitan ``_save_list`` (``parallelize_llama.py`` at 820504e). Example: Llama 3 8B at TP 8 with
+    sequence parallelism: 2 x (512 + (8,192 + 1,024 + 14,336)/8 + 4,096) + 4 x 4,096/8 = 17,152 bytes eager,
+    2 x (512 + 2,944) + 2 x 4,096/8 = 7,936 compiled; at TP 1, 2 x (4,096 + 23,552 + 4,096) = 63,488 bytes eager.
     """
     h = float(model.hidden)
     t = 1.0 * tp
     widths = (
         2.0 * query_width_share(model=model) * h + kv_width_share(model=model) * h + float(model.ffn_hidden)
     )
-    block_input = where(sequence_parallel, h / t, h)
-    reduced = where(sequence_parallel & (t > 1.0), 4.0 * h / t, 0.0)
-    return 2.0 * (block_input + widths / t + h) + reduced
+    inputs = 2.0 * (where(sequence_parallel, h / t, h) + widths / t)
+    if kept_inputs_only:
+        return inputs
+    split_tp = sequence_parallel & (t > 1.0)
+    if compiled:
+        return inputs + where(split_tp, 2.0 * h / t, 0.0)
+    return inputs + 2.0 * h + where(split_tp, 4.0 * h / t, 0.0)
 
 
 def activation_bytes(
@@ -199,6 +219,7 @@ def activation_bytes(
     in_flight: Num,
     scores: Num = True,
     expert_gather: bool = False,
+    compiled: bool = False,
 ) -> Num:
     """Activation bytes on the busiest-memory stage: in-flight microbatches x layers x per-layer bytes.
 
@@ -217,6 +238,7 @@ def activation_bytes(
         "expert_tp": expert_tp,
         "sequence_parallel": sequence_parallel,
         "expert_gather": expert_gather,
+        "compiled": compiled,
     }
     dense = activation_bytes_per_token_layer(recompute=recompute, moe_layer=False, **kwargs)
     per_token_layer = dense
@@ -228,7 +250,12 @@ def activation_bytes(
         recompute=where(scores, 0, 1), moe_layer=moe_share > 0.5, **kwargs
     )
     # the layer being recomputed holds its whole working set; per_op already keeps part of it
-    rerun_extra = where(recompute == 3, maximum(working - per_token_layer, 0.0), working)
+    rerun_extra = working
+    if model.moe is None and model.mla is None:
+        kept = per_op_bytes_per_token_layer(
+            model=model, tp=tp, sequence_parallel=sequence_parallel, kept_inputs_only=True
+        )
+        rerun_extra = where(recompute == 3, maximum(working - kept, 0.0), working)
     return stored + where(recompute >= 2, rerun_extra * microbatch_tokens, 0.0)
 
 

@@ -85,6 +85,15 @@ def bubble_s(
     return where((p > 1.0) & (microbatches > 0), out, 0.0)
 
 
+def flushes(*, microbatches: Num, f: int | None) -> tuple[Num, Num]:
+    """``(microbatches of one flush, flushes a step)``: a pipeline filled and drained once per flush of at most
+    ``f`` microbatches (``training.pipeline_flush_microbatches``), ``(min(m, f), ceil(m / f))``; ``(m, 1)`` when
+    ``f`` is None. Example: m = 12, f = 8 -> (8, 2)."""
+    if f is None:
+        return microbatches, 1
+    return minimum(microbatches, f), -(-microbatches // f)
+
+
 def bubble_fraction(*, bubble_s: Num, compute_s: Num) -> Num:
     """``bubble / (compute + bubble)``; for gpipe and 1f1b this is ``(p-1)/(m+p-1)`` (CONTRACT.md v1).
 

@@ -332,13 +332,14 @@ class EffectsSpec:
         "any precision: at a lower rate a smaller dimension reaches the same share of the plateau); no constant"
     )
     fp8_tp_gather: bool = _switch(
-        "in FP8 training with sequence parallelism the forward's tensor-parallel all-gathers of the attention's "
-        "and a dense MLP's inputs carry FP8, 1 byte an element: Transformer Engine's LayerNormLinear writes its "
-        "norm's output in FP8 and gathers that (transformer_engine/pytorch/module/layernorm_linear.py, "
-        "_LayerNormLinear.forward, v1.11 and later), torchao's Float8ColwiseParallel gathers Float8 tensors "
-        "(torchtitan's float8 tensorwise TP); a recomputed forward's gathers too; the reduce-scatters, the "
-        "backward's exchanges and a MoE layer's MLP (its router reads the norm's BF16 output) stay BF16; no "
-        "constant"
+        "in FP8 training with sequence parallelism the tensor-parallel all-gathers of the attention's and a "
+        "dense MLP's inputs (forward, and a recomputed forward) and of their output gradients (backward) carry "
+        "FP8, 1 byte an element: Transformer Engine's LayerNormLinear writes its norm's output in FP8 and "
+        "gathers that (transformer_engine/pytorch/module/layernorm_linear.py, _LayerNormLinear.forward, v1.11 "
+        "and later) and casts a row-parallel layer's output gradient to FP8 before gathering it "
+        "(module/base.py, grad_output_preprocess); torchao's Float8ColwiseParallel and Float8RowwiseParallel "
+        "gather Float8 tensors (torchtitan's float8 tensorwise TP); the reduce-scatters and a MoE layer's MLP "
+        "(its router reads the norm's BF16 output) stay BF16; no constant"
     )
     shape_half_dim: float = 0.0  # GEMM dimension at which the saturating curve reaches half its plateau
     jitter: float = 0.0  # relative standard deviation of one rank's step time (straggler term)

@@ -71,6 +71,20 @@ def test_layout_that_does_not_divide_the_cluster_is_400_and_stores_nothing(world
     assert not Plan.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("model_doc", "status"), [({"preset": "llama3-8b"}, 200), ({"preset": "mixtral-8x7b"}, 400)]
+)
+def test_per_op_recompute_on_a_model_it_does_not_describe_is_a_400_naming_the_field(
+    world: World, model_doc: dict[str, Any], status: int
+) -> None:
+    training = {**f.TRAINING, "layout": {**f.TRAINING["layout"], "recompute": "per_op"}}
+    scenario = {"model": model_doc, "cluster": f.CLUSTER_DOC, "site": f.SITE_DOC, "training": training}
+    response = world.alice.client.post("/api/v1/solve/", scenario, format="json")
+    assert response.status_code == status, response.json()
+    if status == 400:
+        assert "training.layout.recompute" in paths(response), response.json()
+
+
 def test_compare_list_length_is_limited(world: World) -> None:
     ids = ",".join(str(i) for i in range(1, limits.MAX_COMPARE_ITEMS + 2))
     response = world.alice.client.get(f"/api/v1/compare/?plans={ids}")

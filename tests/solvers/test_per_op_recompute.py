@@ -46,25 +46,67 @@ def _step(doc: dict[str, Any]) -> Any:
     return solve(doc, ranges=False)
 
 
-def test_the_rerun_matmuls_are_the_key_output_and_second_mlp_projections() -> None:
-    model = resolve(DOC).model
-    # wk (h x kv), wo (q x h), w3 (h x ffn), forward only: 2 FLOPs a multiply-add, 32 layers
-    assert per_op_recompute_flops_per_token(model=model) == 2 * 32 * 4096 * (1024 + 4096 + 14336)
-    report = _step(DOC)["step"]
+EAGER = {"fused_elementwise": False}
+
+
+def _training(doc: dict[str, Any], **training: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(doc)
+    doc["training"].update(training)
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("training", "layout", "rerun"),
+    [
+        # eager: wk (h x kv), wo (q x h), w3 (h x ffn), forward only: 2 FLOPs a multiply-add, 32 layers
+        (EAGER, {}, 1024 + 4096 + 14336),
+        # compiled at TP 8 with sequence parallelism: the reduce-scatter's output is kept, wo is not run again
+        ({}, {}, 1024 + 14336),
+        # compiled without sequence parallelism: the residual sum needs wo's output
+        ({}, {"sequence_parallel": False}, 1024 + 4096 + 14336),
+    ],
+)
+def test_the_rerun_matmuls(training: dict[str, Any], layout: dict[str, Any], rerun: int) -> None:
+    report = _step(_with(_training(DOC, **training), **layout))["step"]
     # hfu counts them, mfu does not
     assert report["hfu"] / report["mfu"] == pytest.approx(
-        1 + 2 * 32 * 4096 * (1024 + 4096 + 14336) / report["model_flops_per_token"], rel=1e-12
+        1 + 2 * 32 * 4096 * rerun / report["model_flops_per_token"], rel=1e-12
+    )
+
+
+def test_the_flops_of_its_docstring() -> None:
+    model = resolve(DOC).model
+    assert per_op_recompute_flops_per_token(model=model) == 2 * 32 * 4096 * (1024 + 4096 + 14336)
+    assert per_op_recompute_flops_per_token(model=model, projection_kept=True) == 2 * 32 * 4096 * (
+        1024 + 14336
     )
 
 
 def test_what_it_stores_per_token_and_layer() -> None:
     model = resolve(DOC).model
     assert per_op_bytes_per_token_layer(model=model, tp=8, sequence_parallel=True) == 17152.0
+    assert per_op_bytes_per_token_layer(model=model, tp=8, sequence_parallel=True, compiled=True) == 7936.0
     assert per_op_bytes_per_token_layer(model=model, tp=1, sequence_parallel=False) == 63488.0
     # without sequence parallelism the block's input is whole and no reduce-scatter output is kept
     assert per_op_bytes_per_token_layer(model=model, tp=8, sequence_parallel=False) == 2 * (
         4096 + (8192 + 1024 + 14336) / 8 + 4096
     )
+
+
+@pytest.mark.parametrize("training", [EAGER, {}])
+def test_a_recomputed_layer_adds_its_working_set_beyond_the_inputs_it_keeps(training: dict[str, Any]) -> None:
+    model = resolve(DOC).model
+    compiled = not training
+    tokens = 12 * 8192  # one microbatch, one in flight, 32 layers on the stage
+    stored = per_op_bytes_per_token_layer(model=model, tp=8, sequence_parallel=True, compiled=compiled)
+    kept_inputs = 2 * (512 + (8192 + 1024 + 14336) / 8)
+    assert per_op_bytes_per_token_layer(model=model, tp=8, sequence_parallel=True, kept_inputs_only=True) == (
+        kept_inputs
+    )
+    # the whole layer's working set (fused attention: what selective stores) less what per_op already keeps
+    working = 17408.0
+    activations = _step(_training(DOC, **training))["memory"]["activations_bytes"]
+    assert activations == pytest.approx(32 * tokens * stored + tokens * (working - kept_inputs), rel=1e-12)
 
 
 def test_the_tensor_parallel_gathers_run_again() -> None:
@@ -79,17 +121,22 @@ def test_the_tensor_parallel_gathers_run_again() -> None:
     )
 
 
-def test_it_lies_between_no_recompute_and_full_recompute() -> None:
-    steps = {name: _step(_with(DOC, recompute=name))["step"]["step_s"] for name in ("none", "per_op", "full")}
+@pytest.mark.parametrize("training", [EAGER, {}])
+def test_it_lies_between_no_recompute_and_full_recompute(training: dict[str, Any]) -> None:
+    doc = _training(DOC, **training)
+    steps = {name: _step(_with(doc, recompute=name))["step"]["step_s"] for name in ("none", "per_op", "full")}
     assert steps["none"] < steps["per_op"] < steps["full"]
     memory = {
-        name: _step(_with(DOC, recompute=name))["memory"]["activations_bytes"]
+        name: _step(_with(doc, recompute=name))["memory"]["activations_bytes"]
         for name in ("none", "per_op", "full")
     }
-    assert memory["full"] < memory["per_op"] < memory["none"]
+    assert memory["full"] < memory["per_op"]
+    # compiled it keeps less than no recompute; eager it keeps every saved output, the down projection's h-wide
+    # partial sum included, and at TP 8 that is more than the layers' own activations
+    assert (memory["per_op"] < memory["none"]) is (not training)
 
 
-@pytest.mark.parametrize("preset", ["mixtral-8x7b", "deepseek-v3"])
+@pytest.mark.parametrize("preset", ["mixtral-8x7b", "deepseek-v3", "gpt3-175b"])
 def test_a_model_whose_blocks_are_not_llama_blocks_is_refused_with_its_path(preset: str) -> None:
     doc = copy.deepcopy(DOC)
     doc["model"] = {"preset": preset}
@@ -117,9 +164,10 @@ def _fp8(doc: dict[str, Any], gather: bool, **effects: bool) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("recompute", "halves_saved"),
-    # per half layer, in all-reduces: the forward's gather (half of one) at half its bytes saves a quarter, and a
-    # recomputed forward's gather another quarter; selective recomputes no gather
-    [("none", 0.25), ("selective", 0.25), ("full", 0.5), ("per_op", 0.5)],
+    # per half layer, in all-reduces: the forward's gather of the input and the backward's of the output gradient
+    # (half of one each) at half their bytes save a quarter each, a recomputed forward's gather another quarter;
+    # selective recomputes no gather
+    [("none", 0.5), ("selective", 0.5), ("full", 0.75), ("per_op", 0.75)],
 )
 def test_fp8_training_gathers_the_tensor_parallel_inputs_in_fp8(recompute: str, halves_saved: float) -> None:
     doc = _with(DOC, recompute=recompute)
@@ -145,6 +193,6 @@ def test_a_moe_layer_keeps_its_mlp_exchange_in_bf16() -> None:
     # the seeds' expert exchange: a MoE layer's MLP all-reduces its input over TP as a dense MLP does
     bf16 = _step(_fp8(doc, False, expert_tp_exchange=False))["traffic"]["bytes_per_gpu"]["tp"]
     fp8 = _step(_fp8(doc, True, expert_tp_exchange=False))["traffic"]["bytes_per_gpu"]["tp"]
-    # every Mixtral layer is MoE: only the attention half's gather moves FP8, a quarter of its two all-reduces,
-    # which are half the layer's four (a dense layer saves twice that)
-    assert bf16 - fp8 == pytest.approx(bf16 / 2 * 0.25 / 2, rel=1e-12)
+    # every Mixtral layer is MoE: only the attention half's two gathers move FP8, half of its two all-reduces'
+    # gathers, which are half the layer's four all-reduces (a dense layer saves twice that)
+    assert bf16 - fp8 == pytest.approx(bf16 / 2 * 0.5 / 2, rel=1e-12)

@@ -110,6 +110,7 @@ def _scenarios() -> list[tuple[str, ModelSpec, ClusterSpec, TrainingSpec]]:
         expert_tp_exchange=True,
         fp8_casts=True,
         shape_by_precision=True,
+        fp8_tp_gather=True,
         shape_half_dim=100.0,
         jitter=0.01,
         moe_skew=0.2,
