@@ -252,6 +252,14 @@ def output_layer_flops_per_token(*, model: ModelSpec) -> float:
     return (1.0 + model.mtp_layers) * output_head_flops_per_token(model=model)
 
 
+def per_op_defined(model: ModelSpec) -> bool:
+    """Whether ``recompute: per_op`` describes the model: a dense block with a gated MLP and multi-head or
+    grouped-query attention calls its matmuls as torchtitan's Llama block does (``wq, wk, wv, wo, w1, w3, w2``),
+    which is what ``per_op_recompute_flops_per_token`` counts. The one place of that rule: the layout rules refuse
+    per_op elsewhere and the step does not price it there."""
+    return model.moe is None and model.mla is None and model.gated_mlp
+
+
 def recompute_flops_per_token(
     *, model: ModelSpec, seq_len: int, recompute: Num, projection_kept: Num = False
 ) -> Num:
@@ -265,7 +273,7 @@ def recompute_flops_per_token(
     attention_forward = attention_flops_per_token(model=model, seq_len=seq_len) / 3.0
     full = 2.0 * model.active_params + attention_forward
     policy = where(recompute == 1, attention_forward, full)
-    if model.moe is None and model.mla is None:  # per_op is refused elsewhere (solvers.layout_rules)
+    if per_op_defined(model):
         per_op = per_op_recompute_flops_per_token(model=model, projection_kept=projection_kept)
         policy = where(recompute == 3, per_op, policy)
     return where(recompute == 0, 0.0, policy)

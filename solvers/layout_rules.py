@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from solvers import pipeline
-from solvers.compute import Num, logical_not, maximum
+from solvers.compute import Num, logical_not, maximum, per_op_defined
 from solvers.layout import Layout
 from solvers.specs import (
     PRECISIONS,
@@ -143,7 +143,7 @@ def rule_masks(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec
         dualpipe & ((p < 2) | (p % 2 != 0)),
         dualpipe & ((micro < 2 * p) | (micro % 2 != 0)),
         training.precision not in cluster.accelerator.peak_tflops,
-        (lay.recompute == _PER_OP) & (not dense or model.mla is not None or not model.gated_mlp),
+        (lay.recompute == _PER_OP) & (not per_op_defined(model)),
     ]
 
 

@@ -57,6 +57,7 @@ from solvers.compute import (
     logical_not,
     maximum,
     minimum,
+    per_op_defined,
     query_width_share,
     where,
 )
@@ -159,7 +160,7 @@ def activation_bytes_per_token_layer(
     none = selective + scores / t
     full_input = where(sequence_parallel, 2.0 * h / t, 2.0 * h)
     stored = where(recompute == 1, selective, full_input)
-    if model.moe is None and model.mla is None:  # per_op is refused elsewhere (solvers.layout_rules)
+    if per_op_defined(model):
         per_op = per_op_bytes_per_token_layer(
             model=model, tp=t, sequence_parallel=sequence_parallel, compiled=compiled
         )
@@ -251,7 +252,7 @@ def activation_bytes(
     )
     # the layer being recomputed holds its whole working set; per_op already keeps part of it
     rerun_extra = working
-    if model.moe is None and model.mla is None:
+    if per_op_defined(model):
         kept = per_op_bytes_per_token_layer(
             model=model, tp=tp, sequence_parallel=sequence_parallel, kept_inputs_only=True
         )
