@@ -183,9 +183,20 @@ def default_space(
         sequence_parallel=(False, True),
         zero_stage=(0, 1, 2, 3),
         fsdp_reshard_after_forward=(True, False),
-        recompute=SEARCHED_RECOMPUTE,
+        recompute=searched_recompute(stated_layout),
         grad_reduce_dtype=stated_numerics(stated_layout),
     )
+
+
+def searched_recompute(stated_layout: Any) -> tuple[str, ...]:
+    """The recompute policies a default search tries: ``none``, ``selective`` and ``full``, and ``per_op`` too when
+    the scenario's own layout states it. ``per_op`` is one framework's policy (torchtitan's op-level selective
+    checkpointing), so it is a candidate only for a scenario that already runs that framework; the other three are
+    tried as before (``search.space.recompute`` still overrides). Example: {"recompute": "per_op"} -> ("none",
+    "selective", "full", "per_op"); None -> ("none", "selective", "full")."""
+    if isinstance(stated_layout, Mapping) and stated_layout.get("recompute") == "per_op":
+        return (*SEARCHED_RECOMPUTE, "per_op")
+    return SEARCHED_RECOMPUTE
 
 
 def stated_numerics(stated_layout: Any) -> tuple[str, ...]:

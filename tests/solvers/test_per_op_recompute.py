@@ -147,12 +147,17 @@ def test_a_model_whose_blocks_are_not_llama_blocks_is_refused_with_its_path(pres
     assert "per_op" in message
 
 
-def test_the_search_tries_it_only_when_its_space_names_it() -> None:
+def test_the_search_tries_it_only_for_a_scenario_that_states_it_or_a_space_that_names_it() -> None:
     resolved = resolve(DOC)
-    space = default_space(model=resolved.model, cluster=resolved.cluster, training=resolved.training)
+    specs = {"model": resolved.model, "cluster": resolved.cluster, "training": resolved.training}
+    space = default_space(**specs)
     assert space.recompute == SEARCHED_RECOMPUTE
     assert "per_op" not in space.recompute
     assert space_from_document({"recompute": ["per_op"]}, default=space).recompute == ("per_op",)
+    stated = default_space(**specs, stated_layout=DOC["training"]["layout"])
+    assert stated.recompute == (*SEARCHED_RECOMPUTE, "per_op")
+    selective = default_space(**specs, stated_layout={**DOC["training"]["layout"], "recompute": "selective"})
+    assert selective.recompute == SEARCHED_RECOMPUTE
 
 
 def _fp8(doc: dict[str, Any], gather: bool, **effects: bool) -> dict[str, Any]:
