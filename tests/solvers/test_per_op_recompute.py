@@ -149,7 +149,11 @@ def test_a_model_whose_blocks_are_not_llama_blocks_is_refused_with_its_path(pres
 
 def test_the_search_tries_it_only_for_a_scenario_that_states_it_or_a_space_that_names_it() -> None:
     resolved = resolve(DOC)
-    specs = {"model": resolved.model, "cluster": resolved.cluster, "training": resolved.training}
+    specs: dict[str, Any] = {
+        "model": resolved.model,
+        "cluster": resolved.cluster,
+        "training": resolved.training,
+    }
     space = default_space(**specs)
     assert space.recompute == SEARCHED_RECOMPUTE
     assert "per_op" not in space.recompute
