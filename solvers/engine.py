@@ -283,7 +283,7 @@ def _step(
     # ``layer_s``: what each layer of the stage costs besides its math (the pipeline_ends effect weighs it).
     layer_s = compute.elementwise_time_s(
         activation_bytes=m * microbatch_tokens * layers_busiest * traffic_per_token_layer,
-        forward_rerun=recompute >= 2,  # full and per_op
+        forward_rerun=full_recompute | per_op,
         hbm_bytes_s=hbm,
     )
     if fx.context_parallel or fx.attention_core or bf16_islands:
@@ -301,7 +301,7 @@ def _step(
                 sequence_parallel=lay.sequence_parallel,
                 element_bytes=exchanges.activation_element_bytes(precision=precision),
             ),
-            forward_rerun=recompute >= 2,  # full and per_op
+            forward_rerun=full_recompute | per_op,
             hbm_bytes_s=hbm,
         )
     if fx.fp8_casts and precision == "fp8":  # GEMM inputs and output gradients quantised through HBM
@@ -315,7 +315,7 @@ def _step(
                 fp8_dispatch=training.moe_fp8_dispatch,
             ),
             token_layers=m * microbatch_tokens * layers_busiest,
-            forward_rerun=recompute >= 2,  # full and per_op
+            forward_rerun=full_recompute | per_op,
             hbm_bytes_s=hbm,
         )
     if bf16_islands and not fx.pipeline_ends:

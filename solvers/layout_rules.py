@@ -95,7 +95,7 @@ _RULES: tuple[str, ...] = (
     "dualpipe_even_pp",
     "dualpipe_microbatches",
     "precision_peak",
-    "per_op_dense_block",
+    "per_op_llama_block",
 )
 
 
@@ -227,7 +227,7 @@ def rule_message(
             f"{path}microbatch_seqs: dualpipe needs an even number of microbatches (={micro}) >= 2*pp "
             f"(={2 * pp}) (deepseek-ai/DualPipe)"
         )
-    if rule == "per_op_dense_block":
+    if rule == "per_op_llama_block":
         return (
             f"{path}recompute: per_op (torchtitan's op-level selective checkpointing) is defined for a dense "
             "model with a gated MLP and multi-head or grouped-query attention, whose blocks call their matmuls "

@@ -168,39 +168,42 @@ def activation_bytes_per_token_layer(
     return where(recompute == 0, none, stored)
 
 
+def per_op_input_bytes_per_token_layer(*, model: ModelSpec, tp: Num, sequence_parallel: Num) -> Num:
+    """The inputs torchtitan's op-level selective checkpointing keeps per token and layer, in BF16 (2 bytes):
+    ``2 (x + (2q + kv + f)/t)``, the block's input ``x`` (``h/t`` with sequence parallelism, else ``h``), the
+    queries ``q/t``, the values ``kv/t``, the attention kernel's output ``q/t`` and the MLP's gate ``f/t``: what
+    the backward reads, and the share of a layer's working set during its recomputation that is already kept
+    (``activation_bytes``). Example: Llama 3 8B at TP 8 with sequence parallelism: 2 x (512 + (8,192 + 1,024 +
+    14,336)/8) = 6,912 bytes."""
+    h = float(model.hidden)
+    t = 1.0 * tp
+    widths = (
+        2.0 * query_width_share(model=model) * h + kv_width_share(model=model) * h + float(model.ffn_hidden)
+    )
+    return 2.0 * (where(sequence_parallel, h / t, h) + widths / t)
+
+
 def per_op_bytes_per_token_layer(
-    *,
-    model: ModelSpec,
-    tp: Num,
-    sequence_parallel: Num,
-    compiled: bool = False,
-    kept_inputs_only: bool = False,
+    *, model: ModelSpec, tp: Num, sequence_parallel: Num, compiled: bool = False
 ) -> Num:
     """What torchtitan's op-level selective checkpointing stores per token and layer, in BF16 (2 bytes): eager
     ``2 (x + (2q + kv + f)/t + h) + [SP, t > 1] 4h/t``, compiled ``2 (x + (2q + kv + f)/t) + [SP, t > 1] 2h/t``.
 
-    The block's input ``x`` (``h/t`` with sequence parallelism, else ``h``); the saved matmul outputs, every
-    second one of ``wq, wk, wv, wo, w1, w3, w2`` (``compute.per_op_recompute_flops_per_token``): the queries
-    ``q/t``, the values ``kv/t``, the MLP's gate ``f/t`` and its down projection, whose row-parallel output is a
-    partial sum of all ``h`` before its reduction; the attention kernel's output ``q/t`` (its log-sum-exp, 4 bytes
-    a head, left out); with sequence parallelism on ``t > 1`` ranks the outputs of the two reduce-scatters,
-    ``h/t`` each, which the policy also saves. Compiled (torch.compile), the backward graph keeps only the saved
-    outputs the backward reads: not the down projection's nor the second reduce-scatter's (they feed only the
-    block's output), but the first reduce-scatter's, from which the residual sum is recomputed.
-    ``kept_inputs_only``: ``2 (x + (2q + kv + f)/t)``, the share of it that a layer's working set during its
-    recomputation also counts (``activation_bytes``).
+    The inputs the backward reads (``per_op_input_bytes_per_token_layer``); the saved matmul outputs, every
+    second one of ``wq, wk, wv, wo, w1, w3, w2`` (``compute.per_op_recompute_flops_per_token``), include besides
+    them the down projection's, a row-parallel partial sum of all ``h`` before its reduction; the attention
+    kernel's log-sum-exp (4 bytes a head) is left out; with sequence parallelism on ``t > 1`` ranks the outputs of
+    the two reduce-scatters, ``h/t`` each, which the policy also saves. Compiled (torch.compile), the backward
+    graph keeps only the saved outputs the backward reads: not the down projection's nor the second
+    reduce-scatter's (they feed only the block's output), but the first reduce-scatter's, from which the residual
+    sum is recomputed.
     Source: torchtitan ``_save_list`` (``parallelize_llama.py`` at 820504e). Example: Llama 3 8B at TP 8 with
     sequence parallelism: 2 x (512 + (8,192 + 1,024 + 14,336)/8 + 4,096) + 4 x 4,096/8 = 17,152 bytes eager,
     2 x (512 + 2,944) + 2 x 4,096/8 = 7,936 compiled; at TP 1, 2 x (4,096 + 23,552 + 4,096) = 63,488 bytes eager.
     """
     h = float(model.hidden)
     t = 1.0 * tp
-    widths = (
-        2.0 * query_width_share(model=model) * h + kv_width_share(model=model) * h + float(model.ffn_hidden)
-    )
-    inputs = 2.0 * (where(sequence_parallel, h / t, h) + widths / t)
-    if kept_inputs_only:
-        return inputs
+    inputs = per_op_input_bytes_per_token_layer(model=model, tp=tp, sequence_parallel=sequence_parallel)
     split_tp = sequence_parallel & (t > 1.0)
     if compiled:
         return inputs + where(split_tp, 2.0 * h / t, 0.0)
@@ -253,9 +256,7 @@ def activation_bytes(
     # the layer being recomputed holds its whole working set; per_op already keeps part of it
     rerun_extra = working
     if per_op_defined(model):
-        kept = per_op_bytes_per_token_layer(
-            model=model, tp=tp, sequence_parallel=sequence_parallel, kept_inputs_only=True
-        )
+        kept = per_op_input_bytes_per_token_layer(model=model, tp=tp, sequence_parallel=sequence_parallel)
         rerun_extra = where(recompute == 3, maximum(working - kept, 0.0), working)
     return stored + where(recompute >= 2, rerun_extra * microbatch_tokens, 0.0)
 

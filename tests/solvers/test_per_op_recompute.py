@@ -12,7 +12,7 @@ import pytest
 
 from solvers import ScenarioError, resolve, solve
 from solvers.compute import per_op_recompute_flops_per_token
-from solvers.memory import per_op_bytes_per_token_layer
+from solvers.memory import per_op_bytes_per_token_layer, per_op_input_bytes_per_token_layer
 from solvers.search.space import default_space, space_from_document
 from solvers.specs import SEARCHED_RECOMPUTE
 
@@ -100,9 +100,7 @@ def test_a_recomputed_layer_adds_its_working_set_beyond_the_inputs_it_keeps(trai
     tokens = 12 * 8192  # one microbatch, one in flight, 32 layers on the stage
     stored = per_op_bytes_per_token_layer(model=model, tp=8, sequence_parallel=True, compiled=compiled)
     kept_inputs = 2 * (512 + (8192 + 1024 + 14336) / 8)
-    assert per_op_bytes_per_token_layer(model=model, tp=8, sequence_parallel=True, kept_inputs_only=True) == (
-        kept_inputs
-    )
+    assert per_op_input_bytes_per_token_layer(model=model, tp=8, sequence_parallel=True) == (kept_inputs)
     # the whole layer's working set (fused attention: what selective stores) less what per_op already keeps
     working = 17408.0
     activations = _step(_training(DOC, **training))["memory"]["activations_bytes"]
