@@ -92,7 +92,8 @@ def compose(
 def _stated_keys(resolved: Resolved) -> set[str]:
     """The fields the scenario gave (their assumption entries' source is the scenario): one pass over the
     hundred-odd entries, read by every check of a report."""
-    return {key for key, _, _, source in resolved.notes if source == SCENARIO}
+    # indexed, not unpacked: unpacking a named tuple takes the slow generic path (half this set's time)
+    return {note[0] for note in resolved.notes if note[3] == SCENARIO}
 
 
 # the training fields that say how routed tokens are sent and load the experts (training.moe_*)
