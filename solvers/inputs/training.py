@@ -30,8 +30,8 @@ from solvers.inputs.reader import (
     read_choices,
     read_numbers,
     resolve_value,
+    row_default,
     row_defaults,
-    table_default,
 )
 from solvers.inputs.rows import MAX_GPUS
 from solvers.specs import (
@@ -55,6 +55,7 @@ DEFAULT_SEQ_LEN = 4096
 
 
 _KEY = itemgetter(0)  # an Assumption's key
+_ROWS = {row.name: row for row in fields.TABLE.children(PATH)}
 _EFFICIENCY_KEY = "cluster.accelerator.compute_efficiency"
 
 
@@ -138,31 +139,33 @@ def parse_training(
             unit=fields.TABLE[join(path, "seq_len")].unit,
         )
     )
-    precision = str(table_default(r, path, "precision", nums))
+    # the part's rows by name (the table's lookup by path, written out once per part and not per field)
+    rows = _ROWS if path == PATH else {row.name: row for row in fields.TABLE.children(path)}
+    precision = str(row_default(r, rows["precision"], nums))
     if precision not in cluster.accelerator.peak_tflops:
         r.error(
             join(path, "precision"),
             f"accelerator '{cluster.accelerator.name}' has no {precision} peak "
             f"(has {', '.join(sorted(cluster.accelerator.peak_tflops))})",
         )
-    optimizer = str(table_default(r, path, "optimizer", nums))
-    fused_attention = bool(table_default(r, path, "fused_attention", nums))
-    fused_elementwise = bool(table_default(r, path, "fused_elementwise", nums))
-    attention_kernel = str(table_default(r, path, "attention_kernel", nums))
-    pipeline_split = str(table_default(r, path, "pipeline_split", nums))
-    zero3_exchange = str(table_default(r, path, "zero3_exchange", nums))
-    flush = table_default(r, path, "pipeline_flush_microbatches", nums)
-    tp_vocab_parallel = bool(table_default(r, path, "tp_vocab_parallel", nums))
+    optimizer = str(row_default(r, rows["optimizer"], nums))
+    fused_attention = bool(row_default(r, rows["fused_attention"], nums))
+    fused_elementwise = bool(row_default(r, rows["fused_elementwise"], nums))
+    attention_kernel = str(row_default(r, rows["attention_kernel"], nums))
+    pipeline_split = str(row_default(r, rows["pipeline_split"], nums))
+    zero3_exchange = str(row_default(r, rows["zero3_exchange"], nums))
+    flush = row_default(r, rows["pipeline_flush_microbatches"], nums)
+    tp_vocab_parallel = bool(row_default(r, rows["tp_vocab_parallel"], nums))
     pipeline_flush_microbatches = None if flush is None else int(flush)
-    moe_dispatch = str(table_default(r, path, "moe_dispatch", nums))
-    capacity = table_default(r, path, "moe_capacity_factor", nums)
+    moe_dispatch = str(row_default(r, rows["moe_dispatch"], nums))
+    capacity = row_default(r, rows["moe_capacity_factor"], nums)
     moe_capacity_factor = None if capacity is None else float(capacity)
-    moe_pad_to_capacity = bool(table_default(r, path, "moe_pad_to_capacity", nums))
-    moe_force_balance = bool(table_default(r, path, "moe_force_balance", nums))
-    moe_token_dispatcher = str(table_default(r, path, "moe_token_dispatcher", nums))
-    moe_fp8_dispatch = bool(table_default(r, path, "moe_fp8_dispatch", nums))
-    moe_shared_expert_overlap = bool(table_default(r, path, "moe_shared_expert_overlap", nums))
-    fp8_param_gather = bool(table_default(r, path, "fp8_param_gather", nums))
+    moe_pad_to_capacity = bool(row_default(r, rows["moe_pad_to_capacity"], nums))
+    moe_force_balance = bool(row_default(r, rows["moe_force_balance"], nums))
+    moe_token_dispatcher = str(row_default(r, rows["moe_token_dispatcher"], nums))
+    moe_fp8_dispatch = bool(row_default(r, rows["moe_fp8_dispatch"], nums))
+    moe_shared_expert_overlap = bool(row_default(r, rows["moe_shared_expert_overlap"], nums))
+    fp8_param_gather = bool(row_default(r, rows["fp8_param_gather"], nums))
     if fp8_param_gather and precision != "fp8" and not r.failed_under(join(path, "precision")):
         r.error(
             join(path, "fp8_param_gather"),
@@ -184,7 +187,7 @@ def parse_training(
             f"{attention_kernel} runs on {' and '.join(runs_on)} GPUs only, not on accelerator "
             f"'{cluster.accelerator.name}' (solvers.catalog.attention_kernels)",
         )
-    total_tokens = table_default(r, path, "total_tokens", nums)
+    total_tokens = row_default(r, rows["total_tokens"], nums)
 
     layouts: list[dict[str, Any]]
     if len(r.errors) > before:
