@@ -33,6 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench_pair import FILTER  # the same check of which plans a checkout accepts
 from bench_solve import PLANS, REPO, candidate_plans
 
 WARM_UP = 10
@@ -46,20 +47,6 @@ for doc in json.load(open(sys.argv[2])):
 if sys.argv[3] == "measure":
     for doc in json.load(open(sys.argv[4])):
         solvers.solve(doc, ranges=False)
-"""
-
-FILTER = r"""
-import json, sys
-sys.path.insert(0, sys.argv[1])
-import solvers
-ok = []
-for doc in json.load(sys.stdin):
-    try:
-        solvers.solve(doc, ranges=False)
-    except solvers.ScenarioError:
-        continue
-    ok.append(doc)
-print(json.dumps(ok))
 """
 
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
