@@ -258,7 +258,8 @@ def activation_bytes(
     if per_op_defined(model):
         kept = per_op_input_bytes_per_token_layer(model=model, tp=tp, sequence_parallel=sequence_parallel)
         rerun_extra = where(recompute == 3, maximum(working - kept, 0.0), working)
-    return stored + where(recompute >= 2, rerun_extra * microbatch_tokens, 0.0)
+    # full (2) and per_op (3) recompute a layer in the backward; named, not read off the codes' order
+    return stored + where((recompute == 2) | (recompute == 3), rerun_extra * microbatch_tokens, 0.0)
 
 
 def scores_materialised(*, recompute: Num, fused_attention: bool | None) -> Num:

@@ -55,7 +55,7 @@ DEFAULT_SEQ_LEN = 4096
 
 
 _KEY = itemgetter(0)  # an Assumption's key
-_ROWS = {row.name: row for row in fields.TABLE.children(PATH)}
+_ROWS = {row.name: row for row in fields.TABLE.children(PATH)}  # every caller parses the part at PATH
 _EFFICIENCY_KEY = "cluster.accelerator.compute_efficiency"
 
 
@@ -139,8 +139,7 @@ def parse_training(
             unit=fields.TABLE[join(path, "seq_len")].unit,
         )
     )
-    # the part's rows by name (the table's lookup by path, written out once per part and not per field)
-    rows = _ROWS if path == PATH else {row.name: row for row in fields.TABLE.children(path)}
+    rows = _ROWS  # the part's rows by name, made once at import, not a path built and looked up per field
     precision = str(row_default(r, rows["precision"], nums))
     if precision not in cluster.accelerator.peak_tflops:
         r.error(
