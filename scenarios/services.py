@@ -324,8 +324,10 @@ def _plan_values(*, team: Team, fields: Mapping[str, Any], current: Plan | None)
 
 
 def _validate_plan_document(plan: Plan) -> None:
-    """The whole document must resolve (cross-part rules: a layout must divide the cluster...)."""
-    from solvers import resolve
+    """The whole document must be one a solve accepts: it resolves (cross-part rules: a layout must divide the
+    cluster...) and a given layout breaks no engine rule (tp must divide the heads...), so that no plan is
+    stored that every run of would fail."""
+    from solvers import validate_scenario
 
     revisions = adapters.plan_revisions(plan=plan)
     document, _ = pricing.apply_prices(
@@ -334,7 +336,7 @@ def _validate_plan_document(plan: Plan) -> None:
         site_name=plan.site.name,
         cloud_provider=plan.cloud_provider,
     )
-    resolve(document, step=False)  # validation only: the engine step is the solve's
+    validate_scenario(document)
 
 
 def plan_create(*, team: Team, user: UserLike, **fields: Any) -> Plan:

@@ -1,7 +1,8 @@
 """Training-plan solvers: scenario document in, report document out (CONTRACT.md v1).
 
 Pure Python and numpy (SciPy only for the calibration fit). ``solve`` turns one scenario into one report;
-``solve_many`` does a batch; ``resolve`` validates and resolves a scenario without solving it; ``validate_part``
+``solve_many`` does a batch; ``resolve`` validates and resolves a scenario without solving it;
+``validate_scenario`` also refuses a given layout that breaks an engine rule (what a solve would refuse); ``validate_part``
 checks one part (model, cluster, site, training, economics) on its own; ``catalog_document`` lists the presets.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from solvers.canonical import canonical_hash, canonical_json
 from solvers.catalog import catalog_document
-from solvers.entry import SOLVER_VERSION, solve, solve_many, solve_resolved
+from solvers.entry import SOLVER_VERSION, solve, solve_many, solve_resolved, validate_scenario
 from solvers.errors import FieldError, ScenarioError, SolverInternalError
 from solvers.inputs import (
     FIELD_LIMITS,
@@ -39,4 +40,5 @@ __all__ = [
     "solve_many",
     "solve_resolved",
     "validate_part",
+    "validate_scenario",
 ]

@@ -5,6 +5,7 @@
                                ``resolve``, ``layout: auto`` runs the search), the ledger on that step
                                (``solvers.ledger``), the report composed (``solvers.report``)
     solve_many(documents)    = one report or one error per document
+    validate_scenario(doc)   = resolve(doc), refusing what a solve would refuse (a given layout's rules too)
     reprice_many(held, ...)  = the ``tco`` sections of many held plans under new prices, in one vectorised pass
 
 Nothing is kept between calls. Reuse is the caller's choice: a caller that solves one scenario many times
@@ -33,7 +34,7 @@ from solvers.search.ranking import search_resolved, search_space
 from solvers.search.request import DEFAULT_WITHIN_VALIDATED
 from solvers.version import SOLVER_VERSION
 
-__all__ = ["SOLVER_VERSION", "reprice_many", "solve", "solve_many", "solve_resolved"]
+__all__ = ["SOLVER_VERSION", "reprice_many", "solve", "solve_many", "solve_resolved", "validate_scenario"]
 
 # The prices a price book sets, by their LedgerInputs names.
 PRICE_FIELDS = ("electricity_usd_per_kwh", "accelerator_unit_price_usd", "cloud_usd_per_gpu_hour")
@@ -49,6 +50,23 @@ def solve(document: Any, *, ranges: bool = True) -> Report:
     """
     resolved, scenario = resolve_with_document(document)
     return _report(resolved, scenario, ranges)  # the resolved document is new: the report takes it as it is
+
+
+def validate_scenario(document: Any) -> Resolved:
+    """``resolve(document)``, raising ``ScenarioError`` for everything ``solve`` would refuse: besides the
+    document's types, limits and cross-part rules, the first engine layout rule a given layout breaks (tp must
+    divide the heads, the batch must divide into data-parallel microbatches, ...), which ``resolve`` only
+    records (``Resolved.layout_rule``). For a caller that stores a scenario to solve later, so that what it
+    stores can be solved. The returned ``Resolved`` holds the layout's step: ``solve_resolved`` does not
+    repeat it.
+
+    Example: a llama3-8b document (32 heads) with ``training.layout.tp`` 3 raises ``ScenarioError`` whose
+    first error is ``training.layout.tp: must divide model.heads (=32), got 3``.
+    """
+    resolved, _ = resolve_with_document(document)
+    if resolved.layout is not None and resolved.step is None:
+        raise ScenarioError([reason_to_error(resolved.layout_rule or "training.layout: invalid layout")])
+    return resolved
 
 
 def solve_resolved(resolved: Resolved, *, ranges: bool = True) -> Report:

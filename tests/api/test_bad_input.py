@@ -347,3 +347,37 @@ def test_search_and_sweep_options_of_the_wrong_json_type_are_named_as_sent(
     assert response.status_code == 400
     assert [(e["path"], e["message"]) for e in response.json()["errors"]] == expected
     assert Run.objects.count() == 0 and callbacks == []
+
+
+# --- A plan whose given layout breaks an engine rule: refused when stored, not when solved ---------------
+
+
+@pytest.mark.parametrize(
+    ("layout", "path", "rule"),
+    [
+        ({"tp": 64}, "training.layout.tp", "must divide model.heads (=32), got 64"),
+        ({"tp": 2, "microbatch_seqs": 3}, "training.layout.microbatch_seqs", "(=3)"),
+    ],
+)
+@pytest.mark.parametrize("target", ["plans", "plan-update"])
+def test_a_plan_whose_layout_breaks_an_engine_rule_is_a_400_and_nothing_is_stored(
+    env: dict[str, Any],
+    django_capture_on_commit_callbacks: Any,
+    target: str,
+    layout: dict[str, Any],
+    path: str,
+    rule: str,
+) -> None:
+    """Every solve of such a plan would fail: the rule is named when the plan is created or changed."""
+    training = {**f.TRAINING, "layout": {**f.TRAINING["layout"], **layout}}
+    body = _plan_body(env, training) if target == "plans" else {"training": training}
+    client = env["world"].alice.client
+    before = stored_state()
+    method = client.patch if target.endswith("-update") else client.post
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = method(_target(env, target), body, format="json")
+    assert response.status_code == 400, response.content[:300]
+    errors = response.json()["errors"]
+    assert [e["path"] for e in errors] == [path], errors
+    assert rule in errors[0]["message"], errors
+    assert stored_state() == before and callbacks == []

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers import ScenarioError, resolve, solve, solve_resolved
+from solvers import ScenarioError, resolve, solve, solve_resolved, validate_scenario
 from solvers.entry import pick_layout, reprice_many
 from solvers.layout import Layout
 
@@ -158,3 +158,24 @@ def test_resolve_without_the_step_leaves_it_to_solve_resolved() -> None:
     with pytest.raises(ScenarioError) as fresh:
         solve(broken)
     assert held.value.as_dict() == fresh.value.as_dict()
+
+
+def test_validate_scenario_refuses_what_a_solve_refuses_and_holds_the_step_otherwise() -> None:
+    """``validate_scenario`` (what a caller that stores a plan runs) raises the very error ``solve`` raises for
+    a layout that breaks an engine rule, which ``resolve`` only records; a valid document's ``Resolved``
+    holds its step and solves to the report ``solve`` gives."""
+    for doc in PLANS:
+        held = validate_scenario(doc)
+        assert held.step is not None and held.layout_rule is None
+        assert solve_resolved(held) == solve(doc)
+    broken = copy.deepcopy(PLANS[1])
+    broken["training"]["layout"]["tp"] = 3  # llama3-70b has 64 heads, which 3 does not divide
+    broken["cluster"]["gpus"] = 192  # tp x pp = 6 divides 192 GPUs: the heads rule is the one broken
+    recorded = resolve(broken)
+    assert recorded.step is None and recorded.layout_rule is not None
+    with pytest.raises(ScenarioError) as checked:
+        validate_scenario(broken)
+    with pytest.raises(ScenarioError) as solved:
+        solve(broken)
+    assert checked.value.as_dict() == solved.value.as_dict()
+    assert checked.value.first.path == "training.layout.tp"

@@ -269,8 +269,10 @@ def test_upload_json_with_a_name_given(browsers: Browsers) -> None:
         (QUICKSTART.replace("gpus: 64", "gpus: -64"), "cluster.gpus: must be &gt;= 1"),
         (QUICKSTART.replace("gpus: 64", "gpus: .nan"), "cluster.gpus"),
         ("- just\n- a list\n", "must hold a scenario document"),
+        # an engine rule (llama3-8b has 32 heads) that resolving alone would leave to the first solve
+        (QUICKSTART.replace("tp: 1, pp: 1", "tp: 64, pp: 1"), "training.layout.tp: must divide model.heads"),
     ],
-    ids=["invalid-yaml", "unknown-field", "negative-gpus", "nan-gpus", "not-a-mapping"],
+    ids=["invalid-yaml", "unknown-field", "negative-gpus", "nan-gpus", "not-a-mapping", "tp-over-heads"],
 )
 def test_bad_upload_is_a_400_naming_the_field_and_stores_nothing(
     browsers: Browsers, content: str, named: str
