@@ -349,7 +349,7 @@ def test_search_and_sweep_options_of_the_wrong_json_type_are_named_as_sent(
     assert Run.objects.count() == 0 and callbacks == []
 
 
-# --- A plan whose given layout breaks an engine rule: refused when stored, not when solved ---------------
+# --- A plan whose layout no solve accepts (an engine rule, or nothing fits): refused when stored --------
 
 
 @pytest.mark.parametrize(
@@ -357,21 +357,35 @@ def test_search_and_sweep_options_of_the_wrong_json_type_are_named_as_sent(
     [
         ({"tp": 64}, "training.layout.tp", "must divide model.heads (=32), got 64"),
         ({"tp": 2, "microbatch_seqs": 3}, "training.layout.microbatch_seqs", "(=3)"),
+        ("auto", "training.layout", "fits in memory"),  # with a 405B model: 6.5 TB of state, 5.1 TB of HBM
     ],
 )
 @pytest.mark.parametrize("target", ["plans", "plan-update"])
-def test_a_plan_whose_layout_breaks_an_engine_rule_is_a_400_and_nothing_is_stored(
+def test_a_plan_whose_layout_no_solve_accepts_is_a_400_and_nothing_is_stored(
     env: dict[str, Any],
     django_capture_on_commit_callbacks: Any,
     target: str,
-    layout: dict[str, Any],
+    layout: dict[str, Any] | str,
     path: str,
     rule: str,
 ) -> None:
     """Every solve of such a plan would fail: the rule is named when the plan is created or changed."""
-    training = {**f.TRAINING, "layout": {**f.TRAINING["layout"], **layout}}
+    given = layout if isinstance(layout, str) else {**f.TRAINING["layout"], **layout}
+    training = {**f.TRAINING, "layout": given}
     body = _plan_body(env, training) if target == "plans" else {"training": training}
     client = env["world"].alice.client
+    if layout == "auto":
+        from scenarios import services
+
+        world = env["world"]
+        big = services.scenario_create(
+            kind="model",
+            team=world.alpha,
+            name="405b",
+            document={"preset": "llama3-405b"},
+            user=world.alice.user,
+        )
+        body["model"] = big.pk
     before = stored_state()
     method = client.patch if target.endswith("-update") else client.post
     with django_capture_on_commit_callbacks() as callbacks:

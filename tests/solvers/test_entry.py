@@ -179,3 +179,12 @@ def test_validate_scenario_refuses_what_a_solve_refuses_and_holds_the_step_other
         solve(broken)
     assert checked.value.as_dict() == solved.value.as_dict()
     assert checked.value.first.path == "training.layout.tp"
+    too_small = {"model": {"preset": "llama3-405b"}, "cluster": {"node": "dgx-h100", "gpus": 8}}
+    too_small["training"] = {"layout": "auto"}  # no layout of 405B parameters fits on one node
+    resolve(too_small)  # the document itself is fine
+    with pytest.raises(ScenarioError) as checked:
+        validate_scenario(too_small)
+    with pytest.raises(ScenarioError) as solved:
+        solve(too_small)
+    assert checked.value.as_dict() == solved.value.as_dict()
+    assert "fits in memory" in checked.value.first.message
