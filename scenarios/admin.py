@@ -4,11 +4,13 @@ fan-out of re-runs happens."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
+from django.forms.models import construct_instance
 from django.http import HttpRequest
 
 from scenarios.models import (
@@ -86,8 +88,50 @@ for scenario_model, revision_model in (
     admin.site.register(revision_model, RevisionAdmin)
 
 
+class PlanAdminForm(forms.ModelForm):
+    """A plan changed here is held to the rule of the API and the dashboard: a change to what it solves must
+    give a document that a solve accepts (``services.validate_plan_document``), or the form says why."""
+
+    class Meta:
+        model = Plan
+        fields = (
+            "team",
+            "name",
+            "description",
+            "cluster",
+            "model",
+            "site",
+            "cluster_revision",
+            "model_revision",
+            "site_revision",
+            "training",
+            "economics",
+            "auto_rerun",
+            "cloud_provider",
+            "created_by",
+            "archived_at",
+        )
+
+    def clean(self) -> dict[str, Any]:
+        from scenarios import services
+        from solvers import ScenarioError
+
+        data = super().clean() or {}
+        if self.errors or not set(self.changed_data) - services.PLAN_LABEL_FIELDS:
+            return data
+        plan = construct_instance(self, copy.copy(self.instance))  # the form's plan, the row left as it is
+        try:
+            services.validate_plan_document(plan)
+        except ScenarioError as exc:
+            self.add_error(None, "; ".join(str(e) for e in exc.errors))
+        except ValidationError as exc:
+            self.add_error(None, "; ".join(exc.messages))
+        return data
+
+
 @admin.register(Plan)
 class PlanAdmin(admin.ModelAdmin):
+    form = PlanAdminForm
     list_display = ("name", "team", "cluster", "model", "site", "auto_rerun", "latest_result", "archived_at")
     list_filter = ("team", "auto_rerun", "archived_at")
     search_fields = ("name", "description")

@@ -15,7 +15,6 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from scenarios import adapters, pricing
 from scenarios.actors import UserLike as UserLike
 from scenarios.actors import user_or_none
 from scenarios.errors import ScenarioInUse
@@ -323,20 +322,18 @@ def _plan_values(*, team: Team, fields: Mapping[str, Any], current: Plan | None)
     return values
 
 
-def _validate_plan_document(plan: Plan) -> None:
+def validate_plan_document(plan: Plan) -> None:
     """The whole document must be one a solve accepts: it resolves (cross-part rules: a layout must divide the
-    cluster...) and a given layout breaks no engine rule (tp must divide the heads...), so that no plan is
-    stored that every run of would fail."""
+    cluster...), a given layout breaks no engine rule (tp must divide the heads...) and ``layout: auto`` finds
+    a layout that fits, so that no plan is stored that every run of would fail. The document is the one a run
+    solves (``plan_inputs``: the same revisions and prices)."""
     from solvers import validate_scenario
 
-    revisions = adapters.plan_revisions(plan=plan)
-    document, _ = pricing.apply_prices(
-        document=adapters.scenario_document(plan=plan, revisions=revisions),
-        sheet=pricing.sheet_for_team(team_id=plan.team_id),
-        site_name=plan.site.name,
-        cloud_provider=plan.cloud_provider,
-    )
-    validate_scenario(document)
+    validate_scenario(plan_inputs(plan=plan).document)
+
+
+# Plan fields that change no solve: a change to these alone is not checked again (nor searched again).
+PLAN_LABEL_FIELDS = frozenset({"name", "description", "auto_rerun"})
 
 
 def plan_create(*, team: Team, user: UserLike, **fields: Any) -> Plan:
@@ -346,7 +343,7 @@ def plan_create(*, team: Team, user: UserLike, **fields: Any) -> Plan:
     values = _plan_values(team=team, fields=fields, current=None)
     _check_live_name(Plan, team=team, name=values["name"], exclude_pk=None)
     plan = Plan(team=team, created_by=_user(user), **values)
-    _validate_plan_document(plan)
+    validate_plan_document(plan)
     try:
         plan.save()
     except IntegrityError:
@@ -360,9 +357,13 @@ def plan_update(*, plan: Plan, user: UserLike, **fields: Any) -> Plan:
     values = _plan_values(team=plan.team, fields=fields, current=plan)
     if "name" in values and values["name"] != plan.name:
         _check_live_name(Plan, team=plan.team, name=values["name"], exclude_pk=plan.pk)
+    solved_change = any(
+        name not in PLAN_LABEL_FIELDS and value != getattr(plan, name) for name, value in values.items()
+    )
     for name, value in values.items():
         setattr(plan, name, value)
-    _validate_plan_document(plan)
+    if solved_change:
+        validate_plan_document(plan)
     try:
         plan.save()
     except IntegrityError:

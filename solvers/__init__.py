@@ -2,8 +2,9 @@
 
 Pure Python and numpy (SciPy only for the calibration fit). ``solve`` turns one scenario into one report;
 ``solve_many`` does a batch; ``resolve`` validates and resolves a scenario without solving it;
-``validate_scenario`` also refuses a given layout that breaks an engine rule (what a solve would refuse); ``validate_part``
-checks one part (model, cluster, site, training, economics) on its own; ``catalog_document`` lists the presets.
+``validate_scenario`` refuses all that a solve would refuse (a layout's engine rules, nothing that fits);
+``validate_part`` checks one part (model, cluster, site, training, economics) on its own; ``catalog_document``
+lists the presets.
 """
 
 from __future__ import annotations

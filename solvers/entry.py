@@ -5,7 +5,7 @@
                                ``resolve``, ``layout: auto`` runs the search), the ledger on that step
                                (``solvers.ledger``), the report composed (``solvers.report``)
     solve_many(documents)    = one report or one error per document
-    validate_scenario(doc)   = resolve(doc), refusing what a solve would refuse (a layout's rules, no fit)
+    validate_scenario(doc)   = resolve(doc), refusing all that a solve refuses (a layout's rules, no fit)
     reprice_many(held, ...)  = the ``tco`` sections of many held plans under new prices, in one vectorised pass
 
 Nothing is kept between calls. Reuse is the caller's choice: a caller that solves one scenario many times
@@ -57,9 +57,9 @@ def validate_scenario(document: Any) -> Resolved:
     document's types, limits and cross-part rules, which ``resolve`` checks, the first engine layout rule a
     given layout breaks (tp must divide the heads, the batch must split into data-parallel microbatches, ...),
     which ``resolve`` only records (``Resolved.layout_rule``), and for ``layout: auto`` a search that finds no
-    layout fitting in memory. For a caller that stores a scenario to solve later, so that what it stores can be
-    solved; it costs what ``pick_layout`` costs (a search for ``layout: auto``: up to about two seconds for a
-    mixture-of-experts model on 16,384 GPUs). The returned ``Resolved`` holds a given layout's step, so
+    layout fitting in memory. For a caller that stores a scenario to solve later, so that what it stores can
+    be solved; it costs what ``pick_layout`` costs (a search for ``layout: auto``: up to about two seconds
+    for a mixture-of-experts model on 16,384 GPUs). The returned ``Resolved`` holds a given layout's step, so
     ``solve_resolved`` does not repeat it.
 
     Example: a llama3-8b document (32 heads) with ``training.layout.tp`` 3 raises ``ScenarioError`` whose

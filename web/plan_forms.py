@@ -125,11 +125,11 @@ MAX_PLAN_NAME = 200 - len(" cluster")
 def create_plan(*, team: Team, user: Any, name: str, document: Mapping[str, Any]) -> Plan:
     """Three scenarios named after the plan ("<name> cluster", ...) and the plan, in one transaction.
 
-    The solver reads the whole document first (``solvers.validate_scenario``: unknown fields, bad numbers, a
-    layout that does not divide the cluster, all at once, or the first engine rule a layout breaks); the services then apply their own rules (live names,
+    The solver reads the whole document first (``solvers.resolve``: unknown fields, bad numbers, a layout
+    that does not divide the cluster, all at once); the services then apply their own rules (live names,
     the priced document). Raises ``Refused``; nothing is stored then."""
     from scenarios import services
-    from solvers import validate_scenario
+    from solvers import resolve
 
     if len(name) > MAX_PLAN_NAME:
         raise Refused(
@@ -141,7 +141,9 @@ def create_plan(*, team: Team, user: Any, name: str, document: Mapping[str, Any]
             ]
         )
     try:
-        validate_scenario(dict(document))
+        # every error of the document at once, before anything is stored; ``plan_create`` then refuses what no
+        # solve would accept (an engine layout rule, ``layout: auto`` with nothing that fits)
+        resolve(dict(document), step=False)
         with transaction.atomic():
             parts = {
                 part: services.scenario_create(

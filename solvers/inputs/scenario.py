@@ -299,7 +299,8 @@ def resolve(document: Any, *, step: bool = True) -> Resolved:
     engine step less. The report is the same either way.
 
     Layout rules that need the engine (batch divisibility, ep, heads, experts) are checked by
-    ``solvers.engine.check_layouts`` when the scenario is solved; this function checks types, limits,
+    ``solvers.engine.check_layouts`` when the scenario is solved (or by ``solvers.validate_scenario``, for a
+    caller that stores a document to solve later); this function checks types, limits,
     catalog keys, the GPU count split (tp*cp*pp divides gpus) and the batch's multiple of the sequence length.
     """
     return resolve_with_document(document, step=step)[0]

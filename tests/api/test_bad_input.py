@@ -395,3 +395,27 @@ def test_a_plan_whose_layout_no_solve_accepts_is_a_400_and_nothing_is_stored(
     assert [e["path"] for e in errors] == [path], errors
     assert rule in errors[0]["message"], errors
     assert stored_state() == before and callbacks == []
+
+
+def test_a_plan_a_new_revision_made_unsolvable_can_be_renamed_but_not_changed_in_what_it_solves(
+    env: dict[str, Any],
+) -> None:
+    """A label change (name, description, auto_rerun) solves nothing, so it is not checked again; a change to
+    what is solved is, against the scenarios' revisions of now."""
+    from scenarios import services
+
+    world, plan = env["world"], env["plan"]
+    cluster, _model, _site = env["trio"]
+    # 48 GPUs at tp 2: 24 data-parallel ranks, which the batch of 512 sequences does not split into
+    services.scenario_update(scenario=cluster, user=world.alice.user, document={**f.CLUSTER_DOC, "gpus": 48})
+    client = world.alice.client
+    url = _target(env, "plan-update")
+    renamed = client.patch(url, {"name": "renamed", "auto_rerun": True}, format="json")
+    assert renamed.status_code == 200, renamed.content[:300]
+    before = stored_state()
+    changed = client.patch(url, {"training": {**f.TRAINING, "total_tokens": 2.0e12}}, format="json")
+    assert changed.status_code == 400, changed.content[:300]
+    assert [e["path"] for e in changed.json()["errors"]] == ["training.layout.microbatch_seqs"]
+    assert stored_state() == before
+    plan.refresh_from_db()
+    assert plan.name == "renamed" and plan.training == f.TRAINING

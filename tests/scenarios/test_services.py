@@ -141,3 +141,33 @@ def test_execute_stores_version_one_with_provenance(claim, sent) -> None:
     )
     plan.refresh_from_db()
     assert plan.latest_result == result
+
+
+def test_the_admin_holds_a_plan_change_to_the_rule_of_the_api() -> None:
+    """A plan changed in the admin must still be solvable (``services.validate_plan_document``); a label
+    change is saved without a solve's check."""
+    import json
+
+    from django.forms.models import model_to_dict
+
+    from scenarios.admin import PlanAdminForm
+
+    team = make_team()
+    plan = make_plan(team=team, name="admin")
+
+    def form(**changes: object) -> PlanAdminForm:
+        data = {k: v for k, v in model_to_dict(plan).items() if v is not None}
+        data.update({"training": json.dumps(plan.training), "economics": json.dumps(plan.economics)})
+        data.update(changes)
+        return PlanAdminForm(data=data, instance=plan)
+
+    over_heads = form(training=json.dumps({**TRAINING, "layout": {**TRAINING["layout"], "tp": 64}}))
+    assert not over_heads.is_valid()
+    assert "training.layout.tp: must divide model.heads" in str(over_heads.non_field_errors())
+    plan.refresh_from_db()
+    assert plan.training == TRAINING  # the row is left as it was
+    relabelled = form(name="renamed", description="a label")
+    assert relabelled.is_valid(), relabelled.errors
+    relabelled.save()
+    plan.refresh_from_db()
+    assert plan.name == "renamed" and plan.training == TRAINING
