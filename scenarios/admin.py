@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.forms.models import construct_instance
 from django.http import HttpRequest
 
+from scenarios import services
 from scenarios.models import (
     ClusterRevision,
     ClusterScenario,
@@ -94,26 +95,15 @@ class PlanAdminForm(forms.ModelForm):
 
     class Meta:
         model = Plan
+        # the fields a plan's services take (in the model's order), and the admin's own
         fields = (
             "team",
-            "name",
-            "description",
-            "cluster",
-            "model",
-            "site",
-            "cluster_revision",
-            "model_revision",
-            "site_revision",
-            "training",
-            "economics",
-            "auto_rerun",
-            "cloud_provider",
+            *(f.name for f in Plan._meta.get_fields() if f.name in services.PLAN_FIELDS),
             "created_by",
             "archived_at",
         )
 
     def clean(self) -> dict[str, Any]:
-        from scenarios import services
         from solvers import ScenarioError
 
         data = super().clean() or {}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -171,3 +173,11 @@ def test_the_admin_holds_a_plan_change_to_the_rule_of_the_api() -> None:
     relabelled.save()
     plan.refresh_from_db()
     assert plan.name == "renamed" and plan.training == TRAINING
+
+
+def test_the_admin_plan_pages_render_with_that_form(admin_client: Any) -> None:
+    plan = make_plan(team=make_team(), name="shown")
+    for url in ("/admin/scenarios/plan/add/", f"/admin/scenarios/plan/{plan.pk}/change/"):
+        response = admin_client.get(url)
+        assert response.status_code == 200, url
+        assert 'name="training"' in response.content.decode()
