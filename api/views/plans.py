@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db import transaction
 from django.db.models import QuerySet
@@ -43,9 +43,18 @@ class PlanViewSet(
     def base_queryset(self) -> QuerySet[Plan]:
         return Plan.objects.all()
 
+    # Creating or changing a plan solves it as far as a solve would refuse it (``solvers.validate_scenario``:
+    # for ``layout: auto`` a search, up to seconds), so it shares the budget of ``/solve/``.
+    _THROTTLE_SCOPES: ClassVar[dict[str, str]] = {
+        "run": "run",
+        "create": "solve",
+        "update": "solve",
+        "partial_update": "solve",
+    }
+
     @property
     def throttle_scope(self) -> str | None:
-        return "run" if getattr(self, "action", None) == "run" else None
+        return self._THROTTLE_SCOPES.get(getattr(self, "action", None) or "")
 
     def get_serializer_class(self) -> Any:
         if self.action in {"update", "partial_update"}:

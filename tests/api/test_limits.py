@@ -164,3 +164,18 @@ def test_date_filters_with_extreme_offsets_are_answered_not_500(world: World, in
     assert response.status_code in {200, 400}
     response = world.alice.client.get("/api/v1/teams/")
     assert response.status_code == 200
+
+
+def test_creating_and_changing_plans_share_the_solve_budget(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan is checked as a solve would check it (a search for ``layout: auto``), so its writes are throttled
+    as ``/solve/`` is; reading plans is not."""
+    monkeypatch.setattr(PerTokenScopedThrottle, "THROTTLE_RATES", {"solve": "2/min", "run": "2/min"})
+    plan = f.plan_for(team=world.alpha, user=world.alice.user, name="budget")
+    client = world.alice.client
+    url = f"/api/v1/plans/{plan.pk}/"
+    statuses = [client.patch(url, {"description": str(i)}, format="json").status_code for i in range(2)]
+    statuses.append(client.post("/api/v1/solve/", {"schema_version": 1}, format="json").status_code)
+    assert statuses == [200, 200, 429]
+    assert client.get(url).status_code == 200 and client.get("/api/v1/plans/").status_code == 200
