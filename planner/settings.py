@@ -20,7 +20,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from planner.env import env_bool, env_int, env_list, env_str
+from planner.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -324,6 +324,11 @@ SWEEP_BATCH_LIMIT = env_int("SWEEP_BATCH_LIMIT", 5000)  # rows the sweeper takes
 SWEEP_CHUNK_POINTS = env_int("SWEEP_CHUNK_POINTS", 20)  # sweep points per chunk task (at most)
 SWEEP_CHUNK_LAYOUTS = env_int("SWEEP_CHUNK_LAYOUTS", 2_000_000)  # layouts a chunk evaluates (at most)
 SWEEP_MIN_CHUNKS = env_int("SWEEP_MIN_CHUNKS", 16)  # chunks a sweep is cut into when it has enough points
+# A new revision of a scenario is checked against the live plans that follow it, at most this many (name order)
+# and none begun after this many seconds of checking, each a solve's own check (a layout search for layout:
+# auto); the API's answer names the ones that no longer solve and how many were checked. 0 turns it off.
+SCENARIO_EDIT_PLAN_CHECKS = env_int("SCENARIO_EDIT_PLAN_CHECKS", 100)
+SCENARIO_EDIT_PLAN_CHECK_S = env_float("SCENARIO_EDIT_PLAN_CHECK_S", 10.0)
 # --- end scenarios --------------------------------------------------------------------------------------
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

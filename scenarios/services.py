@@ -6,15 +6,18 @@ or ``solvers.ScenarioError`` (every broken rule of a scenario document with its 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from scenarios import adapters, pricing
 from scenarios.actors import UserLike as UserLike
 from scenarios.actors import user_or_none
 from scenarios.errors import ScenarioInUse
@@ -58,6 +61,7 @@ from scenarios.price_books import price_entries_validate as price_entries_valida
 from scenarios.price_books import price_limit_text as price_limit_text
 from scenarios.price_books import price_value_problem as price_value_problem
 from scenarios.price_books import published_summary as published_summary
+from solvers import ScenarioError, validate_scenario
 from solvers.prices import (
     provider_problem,
 )
@@ -322,14 +326,65 @@ def _plan_values(*, team: Team, fields: Mapping[str, Any], current: Plan | None)
     return values
 
 
-def validate_plan_document(plan: Plan) -> None:
+def validate_plan_document(plan: Plan, *, sheet: pricing.PriceSheet | None = None) -> None:
     """The whole document must be one a solve accepts: it resolves (cross-part rules: a layout must divide the
     cluster...), a given layout breaks no engine rule (tp must divide the heads...) and ``layout: auto`` finds
     a layout that fits, so that no plan is stored that every run of would fail. The document is the one a run
-    solves (``plan_inputs``: the same revisions and prices)."""
-    from solvers import validate_scenario
+    solves (``plan_inputs``: the same revisions and prices; ``sheet``, the team's price sheet, when the caller
+    holds it)."""
+    validate_scenario(plan_inputs(plan=plan, sheet=sheet).document)
 
-    validate_scenario(plan_inputs(plan=plan).document)
+
+@dataclass(frozen=True)
+class UnsolvablePlan:
+    """A plan that no run could solve now, with every rule its document breaks as (field path, message)."""
+
+    plan: Plan
+    errors: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class FollowingPlans:
+    """What a new revision of a scenario did to the live plans that follow its latest revision: ``following``
+    of them, the first ``checked`` by name checked as ``plan_create`` checks a plan, ``unsolvable`` the ones a
+    run would now refuse (their runs fail naming the same rules until the plan or the scenario is changed)."""
+
+    following: int
+    checked: int
+    unsolvable: tuple[UnsolvablePlan, ...]
+
+
+def following_plans_check(*, scenario: ScenarioBase) -> FollowingPlans:
+    """Check the live plans that follow ``scenario``'s latest revision (a plan pinned to a revision is not
+    moved by an edit), at most ``settings.SCENARIO_EDIT_PLAN_CHECKS`` of them in name order, and
+    none begun after ``settings.SCENARIO_EDIT_PLAN_CHECK_S`` seconds of checking: each check is a solve's own
+    (``validate_plan_document``), a layout search for ``layout: auto`` (up to seconds). The scenario
+    edit itself is kept whatever this finds: a cluster that shrinks is a change the plans then follow, and the
+    caller is told which of them no longer solve and why."""
+    kind = scenario.kind
+    plans = Plan.objects.filter(
+        **{kind: scenario, f"{kind}_revision__isnull": True}, archived_at__isnull=True
+    ).order_by("name", "pk")
+    following = plans.count()
+    cap = settings.SCENARIO_EDIT_PLAN_CHECKS
+    if not following or cap <= 0:
+        return FollowingPlans(following=following, checked=0, unsolvable=())
+    sheet = pricing.sheet_for_team(team_id=scenario.team_id)
+    deadline = time.monotonic() + settings.SCENARIO_EDIT_PLAN_CHECK_S
+    checked: list[Plan] = []
+    unsolvable: list[UnsolvablePlan] = []
+    for plan in plans.select_related(*adapters.PLAN_RELATED)[:cap]:
+        if checked and time.monotonic() > deadline:  # the answer says how many were checked
+            break
+        checked.append(plan)
+        try:
+            validate_plan_document(plan, sheet=sheet)
+        except ScenarioError as exc:
+            errors = tuple((e.path, e.message) for e in exc.errors)
+            unsolvable.append(UnsolvablePlan(plan=plan, errors=errors))
+        except ValidationError as exc:  # the plan's rows no longer give a document (not expected)
+            unsolvable.append(UnsolvablePlan(plan=plan, errors=tuple(("", m) for m in exc.messages)))
+    return FollowingPlans(following=following, checked=len(checked), unsolvable=tuple(unsolvable))
 
 
 # Plan fields that change no solve: a change to these alone is not checked again (nor searched again).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
@@ -29,6 +29,10 @@ class ScenarioViewSet(
     viewsets.GenericViewSet,
 ):
     """Base of /clusters/, /models/ and /sites/. Each edit of ``document`` makes a new immutable revision.
+
+    A PATCH that makes a new revision answers with ``following_plans``: how many live plans follow the
+    scenario's latest revision, how many were checked, and each one a run would now refuse with the rules it
+    breaks (the edit is kept: change those plans, or pin them to an earlier revision).
 
     DELETE removes a scenario nothing depends on; one that plans or results use answers 409: archive it.
     Lists show live scenarios unless ``?archived=true``.
@@ -64,10 +68,19 @@ class ScenarioViewSet(
             user=self.request.user,
         )
 
+    # A change of ``document`` checks the plans that follow the scenario, a solve's check each (for
+    # ``layout: auto`` a search), so an update shares the budget of ``/solve/``.
+    _THROTTLE_SCOPES: ClassVar[dict[str, str]] = {"update": "solve", "partial_update": "solve"}
+
+    @property
+    def throttle_scope(self) -> str | None:
+        return self._THROTTLE_SCOPES.get(getattr(self, "action", None) or "")
+
     def perform_update(self, serializer: Any) -> None:
         from scenarios import services
 
         data = serializer.validated_data
+        before = serializer.instance.latest_revision_id
         serializer.instance = services.scenario_update(
             scenario=serializer.instance,
             user=self.request.user,
@@ -75,6 +88,11 @@ class ScenarioViewSet(
             description=data.get("description"),
             document=data.get("document"),
         )
+        if serializer.instance.latest_revision_id != before:
+            # the revision is stored (committed) before its plans are checked: the check never undoes it
+            serializer.context["following_plans"] = services.following_plans_check(
+                scenario=serializer.instance
+            )
 
     def perform_destroy(self, instance: Any) -> None:
         from scenarios import services

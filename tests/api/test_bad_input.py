@@ -419,3 +419,94 @@ def test_a_plan_a_new_revision_made_unsolvable_can_be_renamed_but_not_changed_in
     assert stored_state() == before
     plan.refresh_from_db()
     assert plan.name == "renamed" and plan.training == f.TRAINING
+
+
+# --- A new revision of a scenario: the plans that follow it are checked, the edit is kept -----------------
+
+
+def _following_plans(response: Any) -> Any:
+    assert response.status_code == 200, response.content[:300]
+    return response.json()["following_plans"]
+
+
+def test_a_cluster_edit_names_each_following_plan_that_no_longer_solves_and_keeps_the_edit(
+    env: dict[str, Any],
+) -> None:
+    """64 -> 48 GPUs at tp 2 leaves 24 data-parallel ranks, which the plan's batch of 512 sequences does not
+    split into: the PATCH is a 200 that stores revision 2 and names the plan with the rule; a plan pinned to
+    revision 1 is not moved, so it is neither counted nor checked; an archived plan is left out."""
+    from scenarios import services
+
+    world, plan = env["world"], env["plan"]
+    cluster, model, site = env["trio"]
+    pinned = services.plan_create(
+        team=world.alpha,
+        user=world.alice.user,
+        name="pinned",
+        cluster=cluster,
+        cluster_revision=cluster.latest_revision,
+        model=model,
+        site=site,
+        training=f.TRAINING,
+    )
+    archived = f.plan_for(team=world.alpha, user=world.alice.user, name="archived", trio=env["trio"])
+    services.plan_archive(plan=archived, user=world.alice.user)
+    response = world.alice.client.patch(
+        _target(env, "cluster-update"), {"document": {**f.CLUSTER_DOC, "gpus": 48}}, format="json"
+    )
+    check = _following_plans(response)
+    assert check["following"] == 1 and check["checked"] == 1, check
+    [row] = check["unsolvable"]
+    assert (row["id"], row["name"]) == (plan.pk, "target")
+    assert [e["path"] for e in row["errors"]] == ["training.layout.microbatch_seqs"], row
+    assert row["errors"][0]["message"] == (
+        "global batch (=512 sequences) must divide into dp (=24) x microbatch_seqs (=1)"
+    )
+    cluster.refresh_from_db()
+    assert cluster.latest_revision.number == 2 and cluster.latest_revision.document["gpus"] == 48
+    assert response.json()["revision"] == 2 and pinned.pk not in {r["id"] for r in check["unsolvable"]}
+    # the rule named is the one a run of the plan now fails on
+    from solvers import ScenarioError
+
+    with pytest.raises(ScenarioError) as refused:
+        services.validate_plan_document(Plan.objects.get(pk=plan.pk))
+    assert [(e.path, e.message) for e in refused.value.errors] == [
+        (e["path"], e["message"]) for e in row["errors"]
+    ]
+
+
+def test_a_scenario_edit_that_every_plan_still_solves_lists_none_and_a_rename_checks_nothing(
+    env: dict[str, Any],
+) -> None:
+    world = env["world"]
+    url = _target(env, "cluster-update")
+    more = _following_plans(
+        world.alice.client.patch(url, {"document": {**f.CLUSTER_DOC, "gpus": 128}}, format="json")
+    )
+    assert more == {"following": 1, "checked": 1, "unsolvable": []}
+    renamed = world.alice.client.patch(url, {"name": "c-renamed"}, format="json")
+    assert _following_plans(renamed) is None  # no new revision: no plan moved
+    same = world.alice.client.patch(url, {"document": {**f.CLUSTER_DOC, "gpus": 128}}, format="json")
+    assert _following_plans(same) is None and same.json()["revision"] == 2
+
+
+def test_a_model_edit_that_breaks_an_engine_rule_is_named_and_the_check_can_be_capped(
+    env: dict[str, Any], settings: Any
+) -> None:
+    """An engine rule (tp must divide the heads), not only a cross-part one; with the cap at 0 the plans are
+    counted, not checked; out of time, no further plan is begun."""
+    world = env["world"]
+    url = _target(env, "model-update")
+    odd_heads = {"preset": "llama3-8b", "heads": 33, "kv_heads": 33, "hidden": 4224}
+    check = _following_plans(world.alice.client.patch(url, {"document": odd_heads}, format="json"))
+    [row] = check["unsolvable"]
+    assert [e["path"] for e in row["errors"]] == ["training.layout.tp"], row
+    settings.SCENARIO_EDIT_PLAN_CHECKS = 0
+    capped = _following_plans(world.alice.client.patch(url, {"document": f.MODEL_DOC}, format="json"))
+    assert capped == {"following": 1, "checked": 0, "unsolvable": []}
+    # out of time: the first plan is always checked, none is begun after the budget
+    f.plan_for(team=world.alpha, user=world.alice.user, name="second", trio=env["trio"])
+    settings.SCENARIO_EDIT_PLAN_CHECKS, settings.SCENARIO_EDIT_PLAN_CHECK_S = 100, 0.0
+    timed = _following_plans(world.alice.client.patch(url, {"document": odd_heads}, format="json"))
+    assert (timed["following"], timed["checked"]) == (2, 1), timed
+    assert [row["name"] for row in timed["unsolvable"]] == ["second"]  # name order: "second" < "target"

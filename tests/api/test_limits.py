@@ -18,6 +18,20 @@ from tests.api.conftest import World
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def _no_throttle_counts_from_earlier_runs() -> None:
+    """The throttle counters live in Redis, keyed by token id; a test database made again hands out the same
+    ids, so a run of these tests within a minute of another would start over budget. Only the counters go."""
+    import redis
+    from django.conf import settings
+
+    client = redis.Redis.from_url(str(settings.CACHES["default"]["LOCATION"]))
+    stale = list(client.scan_iter(match="*throttle_*", count=1000))
+    if stale:
+        client.delete(*stale)
+    client.close()
+
+
 def post_raw(client: APIClient, url: str, raw: str | bytes) -> Any:
     return client.post(url, data=raw, content_type="application/json")
 
@@ -179,3 +193,20 @@ def test_creating_and_changing_plans_share_the_solve_budget(
     statuses.append(client.post("/api/v1/solve/", {"schema_version": 1}, format="json").status_code)
     assert statuses == [200, 200, 429]
     assert client.get(url).status_code == 200 and client.get("/api/v1/plans/").status_code == 200
+
+
+def test_changing_a_scenario_shares_the_solve_budget(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new revision checks every plan that follows the scenario, a solve's check each, so a scenario change is
+    throttled as ``/solve/`` is; creating and reading scenarios are not."""
+    monkeypatch.setattr(PerTokenScopedThrottle, "THROTTLE_RATES", {"solve": "2/min", "run": "2/min"})
+    client = world.alice.client
+    cluster, _model, _site = f.scenario_trio(team=world.alpha, user=world.alice.user)
+    url = f"/api/v1/clusters/{cluster.pk}/"
+    statuses = [
+        client.patch(url, {"document": {**f.CLUSTER_DOC, "gpus": gpus}}, format="json").status_code
+        for gpus in (128, 256)
+    ]
+    statuses.append(client.patch(url, {"description": "over budget"}, format="json").status_code)
+    assert statuses == [200, 200, 429]
+    created = client.post("/api/v1/sites/", {"name": "free", "document": f.SITE_DOC}, format="json")
+    assert created.status_code == 201 and client.get(url).status_code == 200
