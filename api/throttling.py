@@ -2,7 +2,8 @@
 throttle on failed token authentication.
 
 Requests made with an API token are counted per token (two tokens of one user have separate budgets, as
-two tools would); session requests are counted per user.
+two tools would); session requests are counted per user, and the dashboard's costly forms (a plan created, a
+run or a job started) draw on that same per-user budget (``session_budget_wait``).
 
 Failed token authentications are counted per client address (``FailedTokenThrottle``): a client that sends
 more wrong tokens than the ``token_failure`` rate allows gets 429 with ``Retry-After`` on every token
@@ -13,6 +14,7 @@ query each and makes them visible.)
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from django.conf import settings
@@ -25,13 +27,26 @@ from api.models import ApiToken
 
 class PerTokenScopedThrottle(ScopedRateThrottle):
     def get_cache_key(self, request: Request, view: Any) -> str | None:
-        if isinstance(request.auth, ApiToken):
-            ident = f"token-{request.auth.pk}"
+        # a dashboard request (``session_budget_wait``) is a Django request: no ``auth``, a session user
+        token = getattr(request, "auth", None)
+        if isinstance(token, ApiToken):
+            ident = f"token-{token.pk}"
         elif request.user is not None and request.user.is_authenticated:
             ident = f"user-{request.user.pk}"
         else:
             ident = f"addr-{self.get_ident(request)}"
         return self.cache_format % {"scope": self.scope, "ident": ident}
+
+
+def session_budget_wait(request: HttpRequest, scope: str) -> float | None:
+    """For a dashboard request that costs what an API request of ``scope`` costs (a plan created, a run or a
+    job started): None, and the request counted against the signed-in user's budget of that scope, which the
+    user's browser-session API requests draw on too; or, when that budget is spent, the seconds to wait (the
+    request is then not counted). The rates are the API's (``THROTTLE_SOLVE``, ``THROTTLE_RUN``)."""
+    throttle = PerTokenScopedThrottle()
+    if throttle.allow_request(request, SimpleNamespace(throttle_scope=scope)):  # type: ignore[arg-type]
+        return None
+    return throttle.wait() or 1.0
 
 
 def client_ip(request: HttpRequest) -> str:

@@ -289,3 +289,20 @@ def wait_for(predicate: Callable[[], bool], *, timeout_s: float = 30.0, interval
 # --- personas ---------------------------------------------------------------------------------------
 # alice: admin of team "alpha"; bob: viewer on alpha; carol: editor on alpha; mallory: member of team
 # "beta" only; nobody: authenticated, in no team. Built by the scenarios models once they exist.
+
+
+@pytest.fixture
+def fresh_throttle_counts() -> None:
+    """Deletes the throttle counters in this worker's Redis database. They are keyed by token or user id, and a
+    test database made again hands out the same ids, so a test of a budget run within a minute of an earlier
+    run would start over budget. Only the counters go (the same database holds the broker's queues)."""
+    import redis
+    from django.conf import settings
+
+    client = redis.Redis.from_url(str(settings.CACHES["default"]["LOCATION"]))
+    try:
+        stale = list(client.scan_iter(match="*throttle_*", count=1000))
+        if stale:
+            client.delete(*stale)
+    finally:
+        client.close()

@@ -19,17 +19,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def _no_throttle_counts_from_earlier_runs() -> None:
-    """The throttle counters live in Redis, keyed by token id; a test database made again hands out the same
-    ids, so a run of these tests within a minute of another would start over budget. Only the counters go."""
-    import redis
-    from django.conf import settings
-
-    client = redis.Redis.from_url(str(settings.CACHES["default"]["LOCATION"]))
-    stale = list(client.scan_iter(match="*throttle_*", count=1000))
-    if stale:
-        client.delete(*stale)
-    client.close()
+def _fresh_throttles(fresh_throttle_counts: None) -> None:
+    """Each test here starts with no throttle counts (``tests/conftest.py``)."""
 
 
 def post_raw(client: APIClient, url: str, raw: str | bytes) -> Any:

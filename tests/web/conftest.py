@@ -27,6 +27,15 @@ class Browsers:
     anonymous: Client
 
 
+# The search form's layout space: 3 x 2 x 1 x 2 layouts of Llama 3 8B.
+SPACE_FORM: dict[str, str] = {
+    "space_tp": "1, 2, 4",
+    "space_pp": "1, 2",
+    "space_cp": "1",
+    "space_microbatch_seqs": "1, 2",
+}
+
+
 def preset_fields(**overrides: Any) -> dict[str, Any]:
     """The dashboard's "from the catalog's presets" form for Llama 3 8B on 64 H100 in Quebec, with overrides."""
     fields = {

@@ -17,14 +17,7 @@ from scenarios import execution
 from scenarios.models import Result, Run
 from tests.api.factories import plan_for
 from tests.api.inprocess import claim
-from tests.web.conftest import Browsers
-
-SPACE_FORM: dict[str, str] = {
-    "space_tp": "1, 2, 4",
-    "space_pp": "1, 2",
-    "space_cp": "1",
-    "space_microbatch_seqs": "1, 2",
-}
+from tests.web.conftest import SPACE_FORM, Browsers
 
 
 @pytest.fixture

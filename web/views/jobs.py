@@ -26,6 +26,7 @@ from scenarios.models import (
     Run,
 )
 from web.access import TeamPageMixin
+from web.budget import SpendsBudgetMixin
 from web.job_forms import METRIC_LABELS, SWEEP_FIELD_SUGGESTIONS, form_for
 from web.templatetags.planner_format import sig, usd
 
@@ -102,8 +103,10 @@ class JobListView(TeamPageMixin, TemplateView):
         return context
 
 
-class JobNewView(TeamPageMixin, TemplateView):
+class JobNewView(SpendsBudgetMixin, TeamPageMixin, TemplateView):
     """``/jobs/new/?plan=<id>&kind=search|sweep``: the options of a search or a sweep of one plan."""
+
+    budget_scope = "run"  # as the API's search and sweep
 
     template_name = "web/jobs/new.html"
 

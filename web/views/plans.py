@@ -27,6 +27,7 @@ from scenarios.currency import results_currency
 from scenarios.models import ACTIVE_STATUSES, ROLE_EDITOR, TRIGGER_USER, Plan, Run
 from web import plan_report
 from web.access import TeamAccess, TeamPageMixin
+from web.budget import SpendsBudgetMixin
 from web.plan_forms import NO_RUN, SORT_KEYS, PlanListForm, PresetPlanForm, UploadPlanForm
 
 PAGE_SIZE = 50
@@ -153,8 +154,10 @@ def _without(request: HttpRequest, name: str) -> str:
     return query.urlencode()
 
 
-class PlanCreateView(TeamPageMixin, View):
+class PlanCreateView(SpendsBudgetMixin, TeamPageMixin, View):
     """A new plan for the selected team, from the catalog's presets or from a scenario file."""
+
+    budget_scope = "solve"  # the plan is checked as a solve checks it (web.budget)
 
     def _require(self) -> None:
         self.access.require(ROLE_EDITOR)
@@ -241,8 +244,10 @@ class PlanDetailView(TeamPageMixin, View):
         return _page(request, "detail.html", context)
 
 
-class PlanRunView(TeamPageMixin, View):
+class PlanRunView(SpendsBudgetMixin, TeamPageMixin, View):
     """Queue a solve of the plan's current inputs (``services.run_request``, as the API's ``run`` action)."""
+
+    budget_scope = "run"
 
     http_method_names = ["post"]  # noqa: RUF012
 
