@@ -190,6 +190,34 @@ def scenario_update(
     document: dict[str, Any] | None = None,
 ) -> ScenarioBase:
     """Rename, describe, or change the document; a changed document becomes a new immutable revision."""
+    return scenario_edit(
+        scenario=scenario, user=user, name=name, description=description, document=document, check_plans=False
+    ).scenario
+
+
+@dataclass(frozen=True)
+class ScenarioEdit:
+    """A scenario after an edit, and what its new revision did to the plans that follow it (None when the
+    edit made no new revision, or the check was not asked for)."""
+
+    scenario: ScenarioBase
+    following_plans: FollowingPlans | None
+
+
+def scenario_edit(
+    *,
+    scenario: ScenarioBase,
+    user: UserLike,
+    name: str | None = None,
+    description: str | None = None,
+    document: dict[str, Any] | None = None,
+    check_plans: bool = True,
+) -> ScenarioEdit:
+    """``scenario_update``, and when the edit makes a new revision, ``following_plans_check`` of it. The check
+    runs inside the edit's transaction, under its row lock: it reads exactly the revision this edit stored
+    (not one a concurrent edit stored after it), and an error while checking (a database outage) stores
+    nothing, so an answer that says nothing was done is true. The lock is held while the plans are checked
+    (``SCENARIO_EDIT_PLAN_CHECK_S``): another edit of the same scenario waits for it."""
     model = type(scenario)
     doc = _validate_part(model.part, document) if document is not None else None
     if name is not None and name != scenario.name:
@@ -225,7 +253,10 @@ def scenario_update(
                 raise ValidationError(
                     {"name": [f"'{name}' is already used by another live object"]}
                 ) from None
-    return locked
+        following = None
+        if check_plans and "latest_revision" in changed:
+            following = following_plans_check(scenario=locked)
+    return ScenarioEdit(scenario=locked, following_plans=following)
 
 
 def scenario_archive(*, scenario: ScenarioBase, user: UserLike) -> ScenarioBase:
@@ -355,15 +386,18 @@ class FollowingPlans:
 
 
 def following_plans_check(*, scenario: ScenarioBase) -> FollowingPlans:
-    """Check the live plans that follow ``scenario``'s latest revision (a plan pinned to a revision is not
-    moved by an edit), at most ``settings.SCENARIO_EDIT_PLAN_CHECKS`` of them in name order, and
+    """Check the team's live plans that follow ``scenario``'s latest revision (a plan pinned to a revision is
+    not moved by an edit), at most ``settings.SCENARIO_EDIT_PLAN_CHECKS`` of them in name order, and
     none begun after ``settings.SCENARIO_EDIT_PLAN_CHECK_S`` seconds of checking: each check is a solve's own
     (``validate_plan_document``), a layout search for ``layout: auto`` (up to seconds). The scenario
     edit itself is kept whatever this finds: a cluster that shrinks is a change the plans then follow, and the
     caller is told which of them no longer solve and why."""
     kind = scenario.kind
+    # the scenario's team only: its editor is told of its own plans, each priced with the team's sheet
     plans = Plan.objects.filter(
-        **{kind: scenario, f"{kind}_revision__isnull": True}, archived_at__isnull=True
+        **{kind: scenario, f"{kind}_revision__isnull": True},
+        team_id=scenario.team_id,
+        archived_at__isnull=True,
     ).order_by("name", "pk")
     following = plans.count()
     cap = settings.SCENARIO_EDIT_PLAN_CHECKS

@@ -69,7 +69,7 @@ class ScenarioViewSet(
         )
 
     # A change of ``document`` checks the plans that follow the scenario, a solve's check each (for
-    # ``layout: auto`` a search), so an update shares the budget of ``/solve/``.
+    # ``layout: auto`` a search), so every update shares the budget of ``/solve/``.
     _THROTTLE_SCOPES: ClassVar[dict[str, str]] = {"update": "solve", "partial_update": "solve"}
 
     @property
@@ -80,19 +80,15 @@ class ScenarioViewSet(
         from scenarios import services
 
         data = serializer.validated_data
-        before = serializer.instance.latest_revision_id
-        serializer.instance = services.scenario_update(
+        edit = services.scenario_edit(
             scenario=serializer.instance,
             user=self.request.user,
             name=data.get("name"),
             description=data.get("description"),
             document=data.get("document"),
         )
-        if serializer.instance.latest_revision_id != before:
-            # the revision is stored (committed) before its plans are checked: the check never undoes it
-            serializer.context["following_plans"] = services.following_plans_check(
-                scenario=serializer.instance
-            )
+        serializer.instance = edit.scenario
+        serializer.context["following_plans"] = edit.following_plans
 
     def perform_destroy(self, instance: Any) -> None:
         from scenarios import services

@@ -510,3 +510,66 @@ def test_a_model_edit_that_breaks_an_engine_rule_is_named_and_the_check_can_be_c
     timed = _following_plans(world.alice.client.patch(url, {"document": odd_heads}, format="json"))
     assert (timed["following"], timed["checked"]) == (2, 1), timed
     assert [row["name"] for row in timed["unsolvable"]] == ["second"]  # name order: "second" < "target"
+
+
+def test_an_outage_while_the_plans_are_checked_stores_nothing_so_the_503_is_true(
+    env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check runs inside the edit's transaction: the 503 says nothing was done, and nothing was (a retry
+    makes the revision and answers with its plans)."""
+    from django.db import OperationalError
+
+    from scenarios import pricing
+
+    def unreachable(**_: Any) -> Any:
+        raise OperationalError("server closed the connection unexpectedly")
+
+    world = env["world"]
+    url = _target(env, "cluster-update")
+    before = stored_state()
+    with monkeypatch.context() as patched:
+        patched.setattr(pricing, "sheet_for_team", unreachable)
+        down = world.alice.client.patch(url, {"document": {**f.CLUSTER_DOC, "gpus": 48}}, format="json")
+    assert down.status_code == 503 and "Retry-After" in down, down.content[:300]
+    assert stored_state() == before
+    retried = _following_plans(
+        world.alice.client.patch(url, {"document": {**f.CLUSTER_DOC, "gpus": 48}}, format="json")
+    )
+    assert [row["name"] for row in retried["unsolvable"]] == ["target"]
+
+
+def test_a_rename_racing_an_edit_reports_no_plans_and_an_edit_reports_its_own_revision(
+    env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether this request made a revision is decided under the row lock: another edit landing between the
+    read of the scenario and the lock does not make a rename answer for that edit's revision."""
+    from api.views.scenarios import ScenarioViewSet
+    from scenarios import services
+
+    world, cluster = env["world"], env["trio"][0]
+    read = ScenarioViewSet.get_object
+
+    def read_then_another_edit_lands(self: Any) -> Any:
+        scenario = read(self)
+        services.scenario_update(
+            scenario=cluster, user=world.carol.user, document={**f.CLUSTER_DOC, "gpus": 48}
+        )
+        return scenario
+
+    monkeypatch.setattr(ScenarioViewSet, "get_object", read_then_another_edit_lands)
+    renamed = world.alice.client.patch(_target(env, "cluster-update"), {"name": "renamed"}, format="json")
+    assert _following_plans(renamed) is None and renamed.json()["revision"] == 2
+
+
+def test_only_the_scenarios_own_team_plans_are_checked_and_named(env: dict[str, Any]) -> None:
+    """A plan of another team that follows the scenario (the schema does not tie a plan's team to its
+    scenarios'; the admin can move a plan) is neither named to this team nor priced with its sheet."""
+    world = env["world"]
+    moved = f.plan_for(team=world.alpha, user=world.alice.user, name="beta-secret", trio=env["trio"])
+    Plan.objects.filter(pk=moved.pk).update(team=world.beta)
+    check = _following_plans(
+        world.alice.client.patch(
+            _target(env, "cluster-update"), {"document": {**f.CLUSTER_DOC, "gpus": 48}}, format="json"
+        )
+    )
+    assert check["following"] == 1 and [row["name"] for row in check["unsolvable"]] == ["target"]
