@@ -90,8 +90,10 @@ for scenario_model, revision_model in (
 
 
 class PlanAdminForm(forms.ModelForm):
-    """A plan changed here is held to the rule of the API and the dashboard: a change to what it solves must
-    give a document that a solve accepts (``services.validate_plan_document``), or the form says why."""
+    """A plan changed here is held to the rules of the API and the dashboard: its fields to
+    ``services.plan_values`` (its scenarios and pinned revisions are its team's), and a change to what it
+    solves must give a document that a solve accepts (``services.validate_plan_document``), or the form says
+    why."""
 
     class Meta:
         model = Plan
@@ -107,7 +109,20 @@ class PlanAdminForm(forms.ModelForm):
         from solvers import ScenarioError
 
         data = super().clean() or {}
-        if self.errors or not set(self.changed_data) - services.PLAN_LABEL_FIELDS:
+        if self.errors:
+            return data
+        # The services' own field rules: a plan's scenarios and pinned revisions are its team's (the admin can
+        # change the team, which would otherwise leave a plan on another team's scenarios).
+        fields = {name: data[name] for name in services.PLAN_FIELDS if name in data}
+        try:
+            services.plan_values(
+                team=data["team"], fields=fields, current=self.instance if self.instance.pk else None
+            )
+        except ValidationError as exc:
+            for name, messages in exc.message_dict.items():
+                self.add_error(name if name in self.fields else None, messages)
+            return data
+        if not set(self.changed_data) - services.PLAN_LABEL_FIELDS:
             return data
         plan = construct_instance(self, copy.copy(self.instance))  # the form's plan, the row left as it is
         try:

@@ -308,7 +308,12 @@ def _resolve_fk(value: Any, model: type[Any], *, team: Team, path: str, errors: 
     return obj
 
 
-def _plan_values(*, team: Team, fields: Mapping[str, Any], current: Plan | None) -> dict[str, Any]:
+def plan_values(*, team: Team, fields: Mapping[str, Any], current: Plan | None) -> dict[str, Any]:
+    """A plan's fields (``PLAN_FIELDS``) checked for ``team``: its scenarios and pinned revisions are the team's
+    (another team's reads as "no such"), a newly chosen scenario is not archived, a pinned revision is one of
+    its part's scenario, JSON parts are objects; raises ``ValidationError`` {field: [messages]}. The rule of
+    every way a plan is written: the API and the dashboard through ``plan_create``/``plan_update``, the admin's
+    form directly."""
     unknown = sorted(set(fields) - PLAN_FIELDS)
     if unknown:
         raise ValidationError({name: ["unknown field"] for name in unknown})
@@ -429,7 +434,7 @@ def plan_create(*, team: Team, user: UserLike, **fields: Any) -> Plan:
     missing = [name for name in PLAN_REQUIRED if fields.get(name) in (None, "")]
     if missing:
         raise ValidationError({name: ["required"] for name in missing})
-    values = _plan_values(team=team, fields=fields, current=None)
+    values = plan_values(team=team, fields=fields, current=None)
     _check_live_name(Plan, team=team, name=values["name"], exclude_pk=None)
     plan = Plan(team=team, created_by=_user(user), **values)
     validate_plan_document(plan)
@@ -443,7 +448,7 @@ def plan_create(*, team: Team, user: UserLike, **fields: Any) -> Plan:
 
 
 def plan_update(*, plan: Plan, user: UserLike, **fields: Any) -> Plan:
-    values = _plan_values(team=plan.team, fields=fields, current=plan)
+    values = plan_values(team=plan.team, fields=fields, current=plan)
     if "name" in values and values["name"] != plan.name:
         _check_live_name(Plan, team=plan.team, name=values["name"], exclude_pk=plan.pk)
     solved_change = any(

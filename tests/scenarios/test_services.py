@@ -175,6 +175,37 @@ def test_the_admin_holds_a_plan_change_to_the_rule_of_the_api() -> None:
     assert plan.name == "renamed" and plan.training == TRAINING
 
 
+def test_the_admin_holds_a_plan_to_its_teams_scenarios_as_the_api_does() -> None:
+    """Moving a plan to another team in the admin would leave it on the first team's scenarios (which that
+    team's editors would then be told about, priced with the wrong team's sheet): refused field by field with
+    the services' own rule, as is pinning a revision of another scenario."""
+    import json
+
+    from django.forms.models import model_to_dict
+
+    from scenarios.admin import PlanAdminForm
+
+    team, other = make_team(), make_team()
+    plan = make_plan(team=team, name="admin-team")
+    stranger = make_scenario(kind="cluster", team=team, document=CLUSTER_H100)
+
+    def form(**changes: object) -> PlanAdminForm:
+        data = {k: v for k, v in model_to_dict(plan).items() if v is not None}
+        data.update({"training": json.dumps(plan.training), "economics": json.dumps(plan.economics)})
+        data.update(changes)
+        return PlanAdminForm(data=data, instance=plan)
+
+    moved = form(team=other.pk)
+    assert not moved.is_valid()
+    assert set(moved.errors) == {"cluster", "model", "site"}, moved.errors
+    assert "no such ClusterScenario in this team" in str(moved.errors["cluster"])
+    plan.refresh_from_db()  # a bound ModelForm writes its values onto its instance (not the row) as it cleans
+    pinned = form(cluster_revision=stranger.latest_revision.pk)
+    assert not pinned.is_valid() and "is not a revision of cluster" in str(pinned.errors["cluster_revision"])
+    plan.refresh_from_db()
+    assert plan.team_id == team.pk and plan.cluster_revision_id is None
+
+
 def test_the_admin_plan_pages_render_with_that_form(admin_client: Any) -> None:
     plan = make_plan(team=make_team(), name="shown")
     for url in ("/admin/scenarios/plan/add/", f"/admin/scenarios/plan/{plan.pk}/change/"):
