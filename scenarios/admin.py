@@ -73,6 +73,12 @@ class ScenarioAdmin(admin.ModelAdmin):
     search_fields = ("name", "description")
     readonly_fields = ("latest_revision", "created_at", "updated_at")
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # A scenario's team is chosen when it is added: moved later, it would leave the plans and results of
+        # its first team on another team's scenario (the API has no way to move one either).
+        fields = tuple(super().get_readonly_fields(request, obj))
+        return fields if obj is None else (*fields, "team")
+
 
 class RevisionAdmin(ReadOnlyAdmin):
     list_display = ("scenario", "number", "created_by", "created_at")

@@ -212,3 +212,16 @@ def test_the_admin_plan_pages_render_with_that_form(admin_client: Any) -> None:
         response = admin_client.get(url)
         assert response.status_code == 200, url
         assert 'name="training"' in response.content.decode()
+
+
+def test_the_admin_cannot_move_a_scenario_to_another_team(admin_client: Any) -> None:
+    """Its team is set when it is added (the add page offers it), then shown, not offered."""
+    team, other = make_team(), make_team()
+    scenario = make_scenario(kind="cluster", team=team, document=CLUSTER_H100, name="kept")
+    assert 'name="team"' in admin_client.get("/admin/scenarios/clusterscenario/add/").content.decode()
+    url = f"/admin/scenarios/clusterscenario/{scenario.pk}/change/"
+    assert 'name="team"' not in admin_client.get(url).content.decode()
+    response = admin_client.post(url, {"name": "kept", "description": "", "team": other.pk})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    scenario.refresh_from_db()
+    assert scenario.team_id == team.pk
