@@ -32,6 +32,7 @@ from scenarios.models import (
     EVENT_FIGURE_MOVED,
     EVENT_RESULT_STORED,
     EVENT_SOLVER_CHANGED,
+    RUN_KIND_SOLVE,
     Event,
     Result,
 )
@@ -106,6 +107,55 @@ def validate_thresholds(raw: Any) -> dict[str, float]:
             raise ValueError(f"{figure}: must be a fraction > 0 and <= 10 (0.02 is 2%)")
         clean[figure] = float(value)
     return clean
+
+
+def current_result_events(
+    *,
+    result: Mapping[str, Any],
+    before: Mapping[str, Any],
+    team_id: int,
+    run_id: int,
+    thresholds: Mapping[str, float],
+) -> list[Event]:
+    """The ``figure.moved`` events of a solve whose inputs were solved before: nothing new is stored, but the
+    plan's current result goes back from ``before`` to that earlier ``result`` (prices that came back), so
+    each figure over the team's threshold moved as much as if it had been stored again. Both are rows with
+    ``pk``, ``plan_id``, ``version``, ``solver_version`` and the delta figures; the payload is a stored
+    result's with ``previous_version`` and ``reused: true``, and one event per run and figure.
+
+    Example: total_usd back from 0.90e9 (version 2) to 1.00e9 (version 1) with a threshold of 0.02 gives
+    change_fraction +0.111 on version 1."""
+    delta = adapters.result_delta(
+        current={name: result[name] for name in adapters.DELTA_FIELDS},
+        previous={name: before[name] for name in adapters.DELTA_FIELDS},
+        previous_version=before["version"],
+    )
+    common = {
+        "result": result["pk"],
+        "plan": result["plan_id"],
+        "kind": RUN_KIND_SOLVE,
+        "version": result["version"],
+        "solver_version": result["solver_version"],
+        "previous_version": before["version"],
+        "reused": True,
+    }
+    out: list[Event] = []
+    for figure, threshold in sorted(thresholds.items()):
+        moved = delta.get(figure) or {}
+        fraction = moved.get("change_fraction") if isinstance(moved, Mapping) else None
+        if isinstance(fraction, int | float) and abs(fraction) >= threshold:
+            out.append(
+                event(
+                    kind=EVENT_FIGURE_MOVED,
+                    team_id=team_id,
+                    plan_id=result["plan_id"],
+                    run_id=run_id,
+                    result_id=result["pk"],
+                    dedupe_key=f"{EVENT_FIGURE_MOVED}:{result['pk']}:{figure}:run:{run_id}",
+                    payload={**common, "figure": figure, "threshold": threshold, **moved},
+                )
+            )
+    return out
 
 
 def result_events(

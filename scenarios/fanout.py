@@ -25,6 +25,8 @@ from django.utils import timezone
 
 from scenarios import adapters, conf, pricing, queue
 from scenarios.models import (
+    ACTIVE_STATUSES,
+    AUTOMATIC_TRIGGERS,
     DEFAULT_MAX_ATTEMPTS,
     RUN_KIND_SOLVE,
     STATUS_QUEUED,
@@ -108,6 +110,14 @@ def previous_book(book: PriceBook) -> PriceBook | None:
     """The version before ``book`` in its scope (the team's books, or the global books)."""
     books = PriceBook.objects.filter(version__lt=book.version)
     books = books.filter(team__isnull=True) if book.team is None else books.filter(team=book.team)
+    return books.order_by("-version").first()
+
+
+def book_in_force(*, team_id: int | None, published_before: PriceBook) -> PriceBook | None:
+    """The newest book of a scope (a team's, or the global books for None) published before
+    ``published_before`` (book ids grow with publication)."""
+    books = PriceBook.objects.filter(pk__lt=published_before.pk)
+    books = books.filter(team__isnull=True) if team_id is None else books.filter(team_id=team_id)
     return books.order_by("-version").first()
 
 
@@ -242,14 +252,21 @@ SELECT plan_id, team_id, price_book_id, input_hash, %(kind)s, %(trigger)s, %(sta
        %(max_attempts)s, '', %(now)s, %(now)s, 0, 0, '', 0, ''
 FROM unnest(%(plans)s::bigint[], %(teams)s::bigint[], %(books)s::bigint[], %(keys)s::text[])
      AS candidate(plan_id, team_id, price_book_id, input_hash)
+WHERE NOT EXISTS (
+    SELECT 1 FROM scenarios_run AS active
+    WHERE active.plan_id = candidate.plan_id AND active.input_hash = candidate.input_hash
+      AND active.status = ANY(%(active)s) AND active.trigger = ANY(%(automatic)s)
+)
 ON CONFLICT DO NOTHING
 RETURNING id
 """
 
 
 def _create_runs(*, candidates: list[tuple[PlanRow, int | None, str]], trigger: str) -> list[int]:
-    """Insert one automatic run per (plan, price book, document key) unless it exists, in one statement;
-    return the ids this call inserted (rows a concurrent beat inserted first conflict and are skipped)."""
+    """Insert one automatic run per (plan, price book, document key) unless it exists, or an automatic run of
+    the plan with the same document key is still queued or running (whichever book queued it: that run
+    solves these very inputs), in one statement; return the ids this call inserted (rows a concurrent beat
+    inserted first conflict and are skipped)."""
     import psycopg
 
     if not candidates:
@@ -264,6 +281,8 @@ def _create_runs(*, candidates: list[tuple[PlanRow, int | None, str]], trigger: 
         "teams": [plan.team_id for plan, _, _ in candidates],
         "books": [book_id for _, book_id, _ in candidates],
         "keys": [key for _, _, key in candidates],
+        "active": list(ACTIVE_STATUSES),
+        "automatic": list(AUTOMATIC_TRIGGERS),
     }
     connection.ensure_connection()
     # Server-side binding: four arrays of 10,000 items are sent as parameters, not escaped in Python.
@@ -279,7 +298,11 @@ def plans_with_price_changes(*, book: PriceBook) -> Iterator[tuple[PlanRow, pric
 
     Resolved prices differ when the numbers ``apply_prices`` gives the plan under the book's predecessor
     and under the book differ. A global book is compared per team under that team's own override book, so
-    a team that overrides the changed price sees no change; a team book concerns that team's plans only."""
+    a team that overrides the changed price sees no change; a team book concerns that team's plans only.
+    The other scope's book is the one in force when ``book`` was published (``book_in_force``), not the
+    newest: each fan-out compares the two sheets on either side of its own publication, so fan-outs that run
+    late or out of order (a global and a team book published close together) still cover every change
+    between them, and none is judged against a book published after it."""
     previous = previous_book(book)
     global_new: PriceBook | None
     global_old: PriceBook | None
@@ -287,7 +310,7 @@ def plans_with_price_changes(*, book: PriceBook) -> Iterator[tuple[PlanRow, pric
         global_new, global_old = book, previous
         team_ids = None
     else:
-        global_new = global_old = pricing.latest_book(team_id=None)
+        global_new = global_old = book_in_force(team_id=None, published_before=book)
         team_ids = [book.team_id]
     new_quotes = pricing.book_quotes(book=global_new, origin=pricing.ORIGIN_GLOBAL_BOOK)
     old_quotes = (
@@ -301,7 +324,7 @@ def plans_with_price_changes(*, book: PriceBook) -> Iterator[tuple[PlanRow, pric
         pair = sheets.get(plan.team_id)
         if pair is None:
             if book.team_id is None:
-                team_book = pricing.latest_book(team_id=plan.team_id)
+                team_book = book_in_force(team_id=plan.team_id, published_before=book)
                 team_new = team_old = team_book
             else:
                 team_new, team_old = book, previous

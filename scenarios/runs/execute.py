@@ -83,6 +83,13 @@ def _solve_held(
             )
             outcomes[run.pk] = Outcome(run_id=run.pk, status=STATUS_FAILED)
             continue
+        if run.plan.archived_at is not None:
+            # archived after the run was queued (a price fan-out's, or a user's): as run_submit refuses it
+            run_fail(
+                run_id=run.pk, claim=claim, error="the plan is archived: an archived plan no longer runs"
+            )
+            outcomes[run.pk] = Outcome(run_id=run.pk, status=STATUS_FAILED)
+            continue
         try:
             sheet = sheets.get(run.plan.team_id)
             if sheet is None:

@@ -91,9 +91,11 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
     """Store the reports of many runs in one transaction; returns {run id: Stored}.
 
     Under row locks on the plans (taken in id order, so two workers cannot deadlock): a report whose
-    (plan, input_hash, solver_version) is stored already returns that result; the others become version
-    n+1 of their plan, with ``previous`` and ``delta`` against the plan's newest result of the same kind
-    (a solve is compared with the last solve, never with a sweep or a search). Runs are marked succeeded
+    (plan, input_hash, solver_version) is stored already returns that result (a solve's becomes the plan's
+    current result again, with a ``figure.moved`` event per figure over the team's threshold against the
+    result it replaces: prices that came back move the figures back); the others become version n+1 of
+    their plan, with ``previous`` and ``delta`` against the plan's current result for a solve (never a sweep
+    or a search), against the newest result of the same kind for the others. Runs are marked succeeded
     only where ``claim`` still holds them. A run of the same plan later in ``solved`` is numbered after an
     earlier one."""
     from solvers import SOLVER_VERSION
@@ -106,19 +108,27 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
     solvers_of = {item.run.pk: str(item.report.get("solver_version") or SOLVER_VERSION) for item in solved}
     stored: dict[int, Stored] = {}
     with transaction.atomic():
-        teams = dict(
+        locked = (
             Plan.objects.select_for_update()
             .filter(pk__in=plan_ids)
             .order_by("pk")
-            .values_list("pk", "team_id")
+            .values_list("pk", "team_id", "latest_result_id")
         )
-        known: dict[tuple[int, str, str], Stored] = {
-            (plan_id, input_hash, solver): Stored(result_id=pk, version=version, created=False)
-            for plan_id, input_hash, solver, pk, version in Result.objects.filter(
+        teams = {plan_id: team_id for plan_id, team_id, _ in locked}
+        current_ids = {plan_id: result_id for plan_id, _, result_id in locked if result_id is not None}
+        known_rows = {
+            row["pk"]: row
+            for row in Result.objects.filter(
                 plan_id__in=plan_ids,
                 input_hash__in=set(hashes.values()),
                 solver_version__in=set(solvers_of.values()),
-            ).values_list("plan_id", "input_hash", "solver_version", "pk", "version")
+            ).values("plan_id", "input_hash", "solver_version", "kind", *_PREVIOUS_FIELDS)
+        }
+        known: dict[tuple[int, str, str], Stored] = {
+            (row["plan_id"], row["input_hash"], row["solver_version"]): Stored(
+                result_id=pk, version=row["version"], created=False
+            )
+            for pk, row in known_rows.items()
         }
         newest: dict[int, tuple[int, str]] = {
             plan_id: (version, solver)
@@ -137,8 +147,14 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
             for row in Result.objects.filter(plan_id__in=plan_ids)
             .order_by("plan_id", "kind", "-version")
             .distinct("plan_id", "kind")
-            .values("plan_id", "kind", *_PREVIOUS_FIELDS)
+            .values("plan_id", "kind", "solver_version", *_PREVIOUS_FIELDS)
         }
+        # A solve is compared with the plan's current result, which is not the newest solve when prices came
+        # back to ones solved before (the current result went back to that earlier version).
+        for row in Result.objects.filter(pk__in=list(current_ids.values()), kind=RUN_KIND_SOLVE).values(
+            "plan_id", "kind", "solver_version", *_PREVIOUS_FIELDS
+        ):
+            latest[(row["plan_id"], RUN_KIND_SOLVE)] = row
         pending = list(solved)
         while pending:
             # One new result per plan per pass, so each knows the primary key of its predecessor.
@@ -149,6 +165,18 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
                 identity = (plan_id, hashes[item.run.pk], solvers_of[item.run.pk])
                 if identity in known:
                     stored[item.run.pk] = known[identity]
+                    reused = known_rows.get(known[identity].result_id)
+                    before = latest.get((plan_id, kind))
+                    if kind == RUN_KIND_SOLVE and reused is not None and reused["kind"] == RUN_KIND_SOLVE:
+                        if before is not None and before["pk"] != reused["pk"]:
+                            new_events += events.current_result_events(
+                                result=reused,
+                                before=before,
+                                team_id=teams[plan_id],
+                                run_id=item.run.pk,
+                                thresholds=thresholds.get(teams[plan_id]) or {},
+                            )
+                        latest[(plan_id, kind)] = reused
                     continue
                 if plan_id in batch:
                     later.append(item)  # numbered (or found, if its inputs are the same) in the next pass
@@ -198,6 +226,7 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
                 latest[(plan_id, result.kind)] = {
                     "plan_id": plan_id,
                     "kind": result.kind,
+                    "solver_version": result.solver_version,
                     "pk": result.pk,
                     "version": result.version,
                 } | {name: getattr(result, name) for name in adapters.DELTA_FIELDS}

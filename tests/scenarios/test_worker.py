@@ -72,4 +72,6 @@ def test_concurrent_stores_number_versions_without_gaps(sent) -> None:
     versions = sorted(Result.objects.filter(plan=plan).values_list("version", flat=True))
     assert versions == list(range(1, 7 * 5 + 1))
     previous = dict(Result.objects.filter(plan=plan).values_list("version", "previous__version"))
-    assert all(previous[v] == (v - 1 if v > 1 else None) for v in versions)
+    # Each new version is compared with the plan's current result: the one before it, unless a store that
+    # found its inputs solved already (workers 0 and 1 race on the same hashes) made an earlier one current.
+    assert previous[1] is None and all(1 <= previous[v] < v for v in versions[1:])
