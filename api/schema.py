@@ -29,19 +29,25 @@ ERROR_DESCRIPTIONS = {
     "403": "Your role on this team does not allow this (viewer reads, editor writes, admin manages).",
     "404": "No such object among your teams' objects (another team's object is also 404).",
     "409": "Results depend on this object: archive it instead.",
-    "422": "The Idempotency-Key was already used for a different request (method, path or body).",
+    "422": "The Idempotency-Key was already used for a different request (method, path, body or credential).",
     "429": "Too many requests for this token; retry after the number of seconds in Retry-After.",
     "503": "The database or the broker is unreachable: nothing was done; retry after Retry-After seconds.",
 }
+# A POST's 409 comes from its Idempotency-Key, a DELETE's from what depends on the object.
+POST_409 = (
+    "The Idempotency-Key's first request is still being answered (retry in a moment), or it was answered "
+    "with a secret (a new token, a signing secret), which is shown once and not replayed."
+)
 
 IDEMPOTENCY_PARAMETER = OpenApiParameter(
     "Idempotency-Key",
     OpenApiTypes.STR,
     OpenApiParameter.HEADER,
     required=False,
-    description="Any unique string (a UUID): a retry with the same key and body gets the first answer again "
-    "(marked Idempotent-Replayed: true) instead of creating or running twice; the same key with another body "
-    "is a 422. Keys are kept for IDEMPOTENCY_KEY_TTL_HOURS (24 h).",
+    description="Any unique string (a UUID): a retry with the same key and body from the same credential gets "
+    "the first answer again (marked Idempotent-Replayed: true) instead of creating or running twice; the same "
+    "key with another body or from another credential is a 422; an answer that held a secret is not replayed "
+    "(409). Keys are kept for IDEMPOTENCY_KEY_TTL_HOURS (24 h).",
 )
 
 
@@ -53,7 +59,7 @@ class PlannerAutoSchema(AutoSchema):
         if self.method == "DELETE":
             codes.append("409")
         if self.method == "POST":
-            codes.append("422")
+            codes += ["409", "422"]
         if getattr(self.view, "throttle_scope", None):
             codes.append("429")
         codes.append("503")
@@ -72,7 +78,9 @@ class PlannerAutoSchema(AutoSchema):
         for code in self._error_codes():
             if code not in responses:
                 body = self._get_response_for_code(ErrorSerializer, code, direction=direction)
-                body["description"] = ERROR_DESCRIPTIONS[code]
+                body["description"] = (
+                    POST_409 if (code, self.method) == ("409", "POST") else ERROR_DESCRIPTIONS[code]
+                )
                 responses[code] = body
         return responses
 

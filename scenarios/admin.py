@@ -58,6 +58,14 @@ class TeamAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ("name",)}  # noqa: RUF012
     inlines = (MembershipInline,)
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # the slug names the team's price-feed directory: fixed once the team exists (as in the API)
+        fields = tuple(super().get_readonly_fields(request, obj))
+        return fields if obj is None else (*fields, "slug")
+
+    def get_prepopulated_fields(self, request: HttpRequest, obj: Any = None) -> dict[str, Any]:
+        return {} if obj is not None else dict(self.prepopulated_fields)
+
 
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):

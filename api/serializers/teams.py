@@ -14,7 +14,9 @@ from scenarios.models import ROLE_CHOICES, Membership, Team
 
 class TeamSerializer(serializers.ModelSerializer):
     role = serializers.SerializerMethodField(help_text="Your role on this team.")
-    slug = serializers.SlugField(max_length=100)
+    slug = serializers.SlugField(
+        max_length=100, help_text="Fixed once the team is made: it names the team's price-feed directory."
+    )
     alert_thresholds = serializers.JSONField(
         required=False,
         help_text='{figure: fraction}, e.g. {"total_usd": 0.02, "step_s": 0.01}: a stored result whose '
@@ -37,6 +39,10 @@ class TeamSerializer(serializers.ModelSerializer):
         return team_roles(self.context["request"]).get(team.pk)
 
     def validate_slug(self, slug: str) -> str:
+        if self.instance is not None and slug != self.instance.slug:
+            # The slug names the team's price-feed directory (<dir>/<slug>/ under PRICE_FEED_DIRS): changed,
+            # it would free that directory for a new team of the old name.
+            raise serializers.ValidationError("a team's slug is fixed once the team is made")
         existing = Team.objects.filter(slug=slug)
         if self.instance is not None:
             existing = existing.exclude(pk=self.instance.pk)

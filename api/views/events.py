@@ -24,14 +24,20 @@ from scenarios.models import EVENT_KIND_CHOICES, Event
 PUBLIC_PREFIX = "evt_"
 
 
-def event_pk(public_id: str, *, name: str) -> int:
-    """The ordering id of the event with this public id (400 naming ``name`` when there is none)."""
+def feed_of(request: Any) -> QuerySet[Event]:
+    """The events the caller may read: its teams' and the global ones."""
+    return Event.objects.filter(Q(team_id__in=list(team_roles(request))) | Q(team__isnull=True))
+
+
+def event_pk(public_id: str, *, name: str, feed: QuerySet[Event]) -> int:
+    """The ordering id of the event with this public id in ``feed`` (400 naming ``name`` when there is none
+    there: another team's event is answered as one that does not exist)."""
     raw = public_id[len(PUBLIC_PREFIX) :] if public_id.startswith(PUBLIC_PREFIX) else ""
     try:
         uid = uuid.UUID(hex=raw)
     except ValueError:
         raise serializers.ValidationError({name: ["must be an event id evt_<32 hex digits>"]}) from None
-    pk = Event.objects.filter(uid=uid).values_list("pk", flat=True).first()
+    pk = feed.filter(uid=uid).values_list("pk", flat=True).first()
     if pk is None:
         raise serializers.ValidationError({name: ["no such event"]})
     return int(pk)
@@ -74,7 +80,8 @@ class EventFilter(django_filters.FilterSet):
     def filter_after(self, qs: QuerySet[Any], name: str, value: str) -> QuerySet[Any]:
         if not value:
             return qs
-        return qs.filter(pk__gt=event_pk(value, name="after"), created_at__lt=RawSQL(SETTLED_BEFORE_SQL, []))
+        after = event_pk(value, name="after", feed=feed_of(self.request))
+        return qs.filter(pk__gt=after, created_at__lt=RawSQL(SETTLED_BEFORE_SQL, []))
 
 
 class EventCursorPagination(CursorPagination):
@@ -123,7 +130,7 @@ class EventViewSet(
     def get_queryset(self) -> QuerySet[Event]:
         if getattr(self, "swagger_fake_view", False):
             return Event.objects.none()
-        return Event.objects.filter(Q(team_id__in=list(team_roles(self.request))) | Q(team__isnull=True))
+        return feed_of(self.request)
 
     def get_object(self) -> Event:
         pk = self.kwargs[self.lookup_url_kwarg or self.lookup_field]

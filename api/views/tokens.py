@@ -15,7 +15,7 @@ from rest_framework.response import Response
 
 from api.filters import ApiTokenFilter
 from api.limits import token_limit_error
-from api.models import SCOPE_READ_WRITE, ApiToken
+from api.models import SCOPE_READ_WRITE, ApiToken, default_expiry
 from api.permissions import has_role, team_roles
 from api.serializers.tokens import ApiTokenCreatedSerializer, ApiTokenSerializer
 from api.views.base import PlannerViewMixin
@@ -33,7 +33,8 @@ class ApiTokenViewSet(
 
     Use a token as ``Authorization: Bearer <token>``. Only its SHA-256 is stored: the secret is in the
     response that creates it and nowhere else. A token expires (``expires_at``; by default
-    API_TOKEN_DEFAULT_DAYS after its creation) and has a ``scope``: ``read`` tokens may only read (any
+    API_TOKEN_DEFAULT_DAYS after its creation; a token made with a token expires no later than the token
+    that made it) and has a ``scope``: ``read`` tokens may only read (any
     other method is a 403), ``read_write`` ones (the default) do what their user's roles allow.
     """
 
@@ -66,11 +67,25 @@ class ApiTokenViewSet(
         limit_error = token_limit_error(user.pk)
         if limit_error is not None:
             raise serializers.ValidationError({"": [limit_error]})
+        expires_at = serializer.validated_data.get("expires_at")
+        caller_expiry = caller_token.expires_at if isinstance(caller_token, ApiToken) else None
+        if caller_expiry is not None:
+            # A token makes no token that outlives it: a leaked short-lived token cannot make itself lasting.
+            if expires_at is not None and expires_at > caller_expiry:
+                raise serializers.ValidationError(
+                    {
+                        "expires_at": [
+                            "must not be later than the expiry of the token making it "
+                            f"({caller_expiry.isoformat()})"
+                        ]
+                    }
+                )
+            expires_at = min(expires_at or default_expiry() or caller_expiry, caller_expiry)
         token, secret = ApiToken.issue(
             user=user,
             name=serializer.validated_data["name"],
             team=team,
-            expires_at=serializer.validated_data.get("expires_at"),
+            expires_at=expires_at,
             scope=serializer.validated_data.get("scope", SCOPE_READ_WRITE),
         )
         data = ApiTokenCreatedSerializer(token, context=self.get_serializer_context()).data

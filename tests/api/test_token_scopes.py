@@ -42,8 +42,13 @@ def test_a_new_token_gets_the_default_lifetime(world: World) -> None:
 
 @override_settings(API_TOKEN_DEFAULT_DAYS=0)
 def test_no_default_lifetime_when_the_setting_is_zero(world: World) -> None:
-    created = world.alice.client.post("/api/v1/tokens/", {"name": "forever"}, format="json")
+    _, secret = ApiToken.issue(user=world.alice.user, name="made under the setting")  # no end either
+    created = client_for(secret).post("/api/v1/tokens/", {"name": "forever"}, format="json")
     assert ApiToken.objects.get(pk=created.json()["id"]).expires_at is None
+    # made with a token that ends, the new one ends with it (a token makes no token that outlives it)
+    capped = world.alice.client.post("/api/v1/tokens/", {"name": "capped"}, format="json")
+    alice_token = ApiToken.objects.get(name="alice test token")
+    assert ApiToken.objects.get(pk=capped.json()["id"]).expires_at == alice_token.expires_at
 
 
 def test_an_expired_token_is_401(world: World) -> None:
