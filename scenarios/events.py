@@ -139,22 +139,31 @@ def current_result_events(
         "previous_version": before["version"],
         "reused": True,
     }
-    out: list[Event] = []
+    return [
+        event(
+            kind=EVENT_FIGURE_MOVED,
+            team_id=team_id,
+            plan_id=result["plan_id"],
+            run_id=run_id,
+            result_id=result["pk"],
+            dedupe_key=f"{EVENT_FIGURE_MOVED}:{result['pk']}:{figure}:run:{run_id}",
+            payload={**common, "figure": figure, "threshold": threshold, **moved},
+        )
+        for figure, threshold, moved in moved_figures(delta, thresholds)
+    ]
+
+
+def moved_figures(
+    delta: Mapping[str, Any], thresholds: Mapping[str, float]
+) -> list[tuple[str, float, Mapping[str, Any]]]:
+    """(figure, threshold, its delta) for each figure of ``delta`` that moved by at least the team's
+    threshold (``|change_fraction| >= threshold``), in figure order: what raises a ``figure.moved`` event."""
+    out: list[tuple[str, float, Mapping[str, Any]]] = []
     for figure, threshold in sorted(thresholds.items()):
         moved = delta.get(figure) or {}
         fraction = moved.get("change_fraction") if isinstance(moved, Mapping) else None
         if isinstance(fraction, int | float) and abs(fraction) >= threshold:
-            out.append(
-                event(
-                    kind=EVENT_FIGURE_MOVED,
-                    team_id=team_id,
-                    plan_id=result["plan_id"],
-                    run_id=run_id,
-                    result_id=result["pk"],
-                    dedupe_key=f"{EVENT_FIGURE_MOVED}:{result['pk']}:{figure}:run:{run_id}",
-                    payload={**common, "figure": figure, "threshold": threshold, **moved},
-                )
-            )
+            out.append((figure, threshold, moved))
     return out
 
 
@@ -193,20 +202,17 @@ def result_events(
             },
         )
     ]
-    for figure, threshold in sorted(thresholds.items()):
-        moved = delta.get(figure) or {}
-        fraction = moved.get("change_fraction") if isinstance(moved, Mapping) else None
-        if isinstance(fraction, int | float) and abs(fraction) >= threshold:
-            out.append(
-                event(
-                    kind=EVENT_FIGURE_MOVED,
-                    team_id=result.team_id,
-                    plan_id=result.plan_id,
-                    result_id=result.pk,
-                    dedupe_key=f"{EVENT_FIGURE_MOVED}:{result.pk}:{figure}",
-                    payload={**common, "figure": figure, "threshold": threshold, **moved},
-                )
-            )
+    out += [
+        event(
+            kind=EVENT_FIGURE_MOVED,
+            team_id=result.team_id,
+            plan_id=result.plan_id,
+            result_id=result.pk,
+            dedupe_key=f"{EVENT_FIGURE_MOVED}:{result.pk}:{figure}",
+            payload={**common, "figure": figure, "threshold": threshold, **moved},
+        )
+        for figure, threshold, moved in moved_figures(delta, thresholds)
+    ]
     if previous_solver is not None and previous_solver != result.solver_version:
         out.append(
             event(
