@@ -7,11 +7,14 @@ Every request:
   loopback, link-local (cloud metadata services live there: 169.254.169.254, fd00:ec2::254), shared
   (100.64/10), multicast, reserved or unspecified, unless the host or the address is allow-listed in
   ``settings.OUTBOUND_ALLOWED_HOSTS`` (a test suite's local receiver);
-* connects to the address it checked (the host name goes in ``Host`` and, for HTTPS, in the TLS server
-  name), so a DNS answer that changes between the check and the connection (rebinding) cannot redirect it;
-* follows no redirect, reads at most ``max_bytes`` of the answer, and gives up once ``timeout_s`` has passed
-  while the answer is read (the connection and each read have ``timeout_s`` too, so the worst case is a few
-  times ``timeout_s``, never unbounded).
+* connects to the addresses it checked, in the resolver's order of preference, the next one only when the
+  connection to one fails (the host name goes in ``Host`` and, for HTTPS, in the TLS server name), so a DNS
+  answer that changes between the check and the connection (rebinding) cannot redirect it;
+* follows no redirect, asks for the answer uncompressed and reads at most ``max_bytes`` of it (a gzip or
+  deflate answer sent anyway is decoded at most ``max_bytes`` far: a small compressed answer cannot expand
+  into gigabytes), and gives up once ``timeout_s`` has passed since it began: connecting, sending, waiting
+  for the answer's head (however many ``100 Continue`` lines come first) and reading its body share that one
+  deadline, which every socket operation is bounded by.
 
 ``check_url`` is the same check for the moment a URL is registered (refused at creation as well).
 """
@@ -23,10 +26,13 @@ import ipaddress
 import socket
 import ssl
 import time
-from collections.abc import Mapping
+import zlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import httpcore
 import httpx
 from django.conf import settings
 
@@ -49,7 +55,19 @@ class Target:
     scheme: str
     host: str
     port: int
-    address: str  # the checked address the connection goes to
+    addresses: tuple[str, ...]  # the checked addresses, in the resolver's order of preference
+
+    @property
+    def address(self) -> str:
+        """The address a connection tries first."""
+        return self.addresses[0]
+
+    @property
+    def host_header(self) -> str:
+        """``Host``: the name (an IPv6 literal in brackets), with the port unless it is the scheme's own."""
+        name = f"[{self.host}]" if ":" in self.host else self.host
+        default = 443 if self.scheme == "https" else 80
+        return name if self.port == default else f"{name}:{self.port}"
 
 
 @dataclass(frozen=True)
@@ -114,7 +132,10 @@ def check_url(url: str) -> Target:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):
         raise OutboundRefused(f"the host {host!r} does not resolve") from None
-    addresses = sorted({str(info[4][0]).split("%")[0] for info in infos})
+    # the resolver's order (RFC 6724's preference), each address once
+    addresses = tuple(dict.fromkeys(str(info[4][0]).split("%")[0] for info in infos))
+    if not addresses:
+        raise OutboundRefused(f"the host {host!r} does not resolve")
     allowed = _allowed()
     for text in addresses:
         reason = _forbidden(ipaddress.ip_address(text))
@@ -123,7 +144,7 @@ def check_url(url: str) -> Target:
                 f"the host {host!r} resolves to {text}, {reason}; such addresses are never requested "
                 "(an operator can allow-list a host with OUTBOUND_ALLOWED_HOSTS)"
             )
-    return Target(url=url, scheme=scheme, host=host, port=port, address=addresses[0])
+    return Target(url=url, scheme=scheme, host=host, port=port, addresses=addresses)
 
 
 @functools.cache
@@ -133,10 +154,104 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def _pinned_url(target: Target) -> str:
+def _pinned_url(target: Target, address: str) -> str:
     parts = urlsplit(target.url)
-    address = f"[{target.address}]" if ":" in target.address else target.address
-    return urlunsplit((parts.scheme, f"{address}:{target.port}", parts.path or "/", parts.query, ""))
+    literal = f"[{address}]" if ":" in address else address
+    return urlunsplit((parts.scheme, f"{literal}:{target.port}", parts.path or "/", parts.query, ""))
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every read, write and TLS handshake ends by the request's deadline."""
+
+    def __init__(self, stream: httpcore.NetworkStream, deadline: float) -> None:
+        self._stream = stream
+        self._deadline = deadline
+
+    def _left(self, timeout: float | None, error: type[Exception]) -> float:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise error("the request took longer than its time limit")
+        return left if timeout is None else min(timeout, left)
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, self._left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, self._left(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        left = self._left(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, left), self._deadline)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.SyncBackend):
+    """httpcore's own sockets, each bounded by one deadline for the whole request (``request``)."""
+
+    def __init__(self, deadline: float) -> None:
+        self._deadline = deadline
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise httpcore.ConnectTimeout("the request took longer than its time limit")
+        timeout = left if timeout is None else min(timeout, left)
+        stream = super().connect_tcp(host, port, timeout, local_address, socket_options)
+        return _DeadlineStream(stream, self._deadline)
+
+
+def _client(timeout_s: float, deadline: float) -> httpx.Client:
+    transport = httpx.HTTPTransport(verify=_tls_context(), trust_env=False)
+    # httpx builds its httpcore pool without a way to pass a network backend: the same pool, with one
+    transport._pool = httpcore.ConnectionPool(
+        ssl_context=_tls_context(), network_backend=_DeadlineBackend(deadline)
+    )
+    return httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False, transport=transport)
+
+
+class _CappedDecoder:
+    """The answer's body as sent (``Accept-Encoding: identity`` was asked), or, for a server that compressed
+    it anyway, decoded with zlib at most ``limit`` bytes far (one gzip or deflate layer; others refused)."""
+
+    def __init__(self, encoding: str, limit: int, request: httpx.Request) -> None:
+        codings = [
+            c.strip().lower() for c in encoding.split(",") if c.strip() and c.strip().lower() != "identity"
+        ]
+        self._zlib = None
+        if codings == ["gzip"] or codings == ["x-gzip"]:
+            self._zlib = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif codings == ["deflate"]:
+            self._zlib = zlib.decompressobj()
+        elif codings:
+            raise httpx.DecodingError(
+                f"the answer is sent with Content-Encoding {encoding!r}, which is not read", request=request
+            )
+        self._limit = limit
+        self._request = request
+
+    def decode(self, data: bytes, have: int) -> bytes:
+        if self._zlib is None:
+            return data
+        try:
+            return self._zlib.decompress(data, max(1, self._limit + 1 - have))
+        except zlib.error as exc:
+            raise httpx.DecodingError(
+                f"the answer's compressed body is not valid: {exc}", request=self._request
+            ) from None
 
 
 def request(
@@ -148,42 +263,45 @@ def request(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> Answer:
-    """Send one request to ``url`` after ``check_url`` (at this moment), to the checked address, following
-    no redirect; raises ``OutboundRefused`` for a refused URL and ``httpx.HTTPError`` when the request
-    fails (connection refused, time-out)."""
+    """Send one request to ``url`` after ``check_url`` (at this moment), to the checked addresses in turn
+    (the next only when connecting to one fails), following no redirect, all within ``timeout_s``; raises
+    ``OutboundRefused`` for a refused URL and ``httpx.HTTPError`` when the request fails (connection refused,
+    time-out, an answer it cannot decode)."""
     target = check_url(url)
-    sent_headers = {
-        **(headers or {}),
-        "Host": target.host if target.port in (80, 443) else f"{target.host}:{target.port}",
-    }
+    sent_headers = {**(headers or {}), "Host": target.host_header, "Accept-Encoding": "identity"}
     started = time.perf_counter()
-    with httpx.Client(
-        timeout=timeout_s, follow_redirects=False, trust_env=False, verify=_tls_context()
-    ) as client:
-        request_ = client.build_request(
-            method,
-            _pinned_url(target),
-            content=content,
-            headers=sent_headers,
-            extensions={"sni_hostname": target.host} if target.scheme == "https" else {},
-        )
-        response = client.send(request_, stream=True)
-        try:
-            body = b""
-            truncated = False
-            for chunk in response.iter_bytes():
-                body += chunk
-                if len(body) > max_bytes:
-                    body, truncated = body[:max_bytes], True
-                    break
-                if time.perf_counter() - started > timeout_s:  # a server that drips its answer
-                    raise httpx.ReadTimeout(f"the answer took longer than {timeout_s:g} s", request=request_)
-            return Answer(
-                status=response.status_code,
-                latency_s=time.perf_counter() - started,
-                body=body,
-                truncated=truncated,
-                headers=dict(response.headers),
+    deadline = time.monotonic() + timeout_s
+    with _client(timeout_s, deadline) as client:
+        for index, address in enumerate(target.addresses):
+            request_ = client.build_request(
+                method,
+                _pinned_url(target, address),
+                content=content,
+                headers=sent_headers,
+                extensions={"sni_hostname": target.host} if target.scheme == "https" else {},
             )
-        finally:
-            response.close()
+            try:
+                response = client.send(request_, stream=True)
+            except httpx.ConnectError:
+                if index + 1 == len(target.addresses):
+                    raise
+                continue  # this address cannot be reached from here: the next checked one
+            try:
+                decoder = _CappedDecoder(response.headers.get("content-encoding", ""), max_bytes, request_)
+                body = b""
+                truncated = False
+                for chunk in response.iter_raw():
+                    body += decoder.decode(chunk, len(body))
+                    if len(body) > max_bytes:
+                        body, truncated = body[:max_bytes], True
+                        break
+                return Answer(
+                    status=response.status_code,
+                    latency_s=time.perf_counter() - started,
+                    body=body,
+                    truncated=truncated,
+                    headers=dict(response.headers),
+                )
+            finally:
+                response.close()
+    raise AssertionError("unreachable: check_url gives at least one address")  # pragma: no cover
