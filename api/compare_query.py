@@ -23,7 +23,7 @@ from rest_framework.exceptions import NotFound
 
 from api.compare import REPORT_SECTIONS, CompareItem, compare_table
 from api.filters import MAX_ID
-from api.limits import MAX_COMPARE_ITEMS
+from api.limits import MAX_COMPARE_ITEMS, is_id_text
 from scenarios.currency import results_currency
 from scenarios.models import RUN_KIND_SEARCH, RUN_KIND_SOLVE, Plan, Result
 
@@ -43,7 +43,7 @@ def parse_id_list(raw: str | None, *, name: str) -> list[int]:
         raise serializers.ValidationError({name: [f"at most {MAX_COMPARE_ITEMS} ids per comparison"]})
     ids: list[int] = []
     for part in parts:
-        if not part.isdigit() or not 1 <= int(part) <= MAX_ID:
+        if not is_id_text(part) or not 1 <= int(part) <= MAX_ID:
             raise serializers.ValidationError(
                 {name: [f"{part[:20]!r} is not an id (comma-separated positive integers)"]}
             )
@@ -76,7 +76,7 @@ def load_comparison(
     keys = [item.plan_id for item in items] if plan_ids else [item.result_id for item in items]
     baseline_index = 0
     if raw_baseline is not None:
-        if not raw_baseline.isdigit() or int(raw_baseline) not in keys:
+        if not is_id_text(raw_baseline) or int(raw_baseline) not in keys:
             name = "a plan id" if plan_ids else "a result id"
             raise serializers.ValidationError({"baseline": [f"must be {name} listed in the comparison"]})
         baseline_index = keys.index(int(raw_baseline))

@@ -38,3 +38,9 @@ def token_limit_error(user_id: int) -> str | None:
     if ApiToken.objects.active().filter(user_id=user_id).count() >= MAX_ACTIVE_TOKENS_PER_USER:
         return f"at most {MAX_ACTIVE_TOKENS_PER_USER} active tokens per user; revoke one first"
     return None
+
+
+def is_id_text(text: str) -> bool:
+    """Whether ``text`` is written in the digits 0-9 only: ``str.isdigit`` also takes "²" and other digits that
+    ``int`` refuses, which must be a 400 (or a 404), not a 500."""
+    return text.isascii() and text.isdigit()

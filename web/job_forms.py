@@ -18,6 +18,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 
 from api.errors import flatten_errors as flatten_api_errors
+from api.limits import is_id_text
 from api.serializers.search import SearchRequestSerializer, SweepRequestSerializer
 from scenarios import search_jobs
 from scenarios.models import RUN_KIND_SEARCH, TRIGGER_USER, Plan, Run
@@ -279,7 +280,7 @@ class SweepForm(JobForm):
     def field_for(self, path: str) -> str | None:
         if path.startswith("axes[") and "]" in path:
             index_text, rest = path[len("axes[") :].split("]", 1)
-            if index_text.isdigit() and int(index_text) < len(self.axis_numbers):
+            if is_id_text(index_text) and int(index_text) < len(self.axis_numbers):
                 number = self.axis_numbers[int(index_text)]
                 part = "field" if rest.startswith(".field") else "values"
                 return f"axis_{number}_{part}"

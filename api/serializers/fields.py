@@ -8,6 +8,7 @@ from typing import Any, ClassVar, cast
 from django.db.models import QuerySet
 from rest_framework import serializers
 
+from api.limits import is_id_text
 from api.permissions import team_roles
 
 
@@ -56,7 +57,7 @@ class TeamScopedPrimaryKeyField(serializers.PrimaryKeyRelatedField):
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, bool) or not isinstance(data, int | str):
             self.fail("incorrect_type", data_type=type(data).__name__)
-        if isinstance(data, str) and not data.isdigit():
+        if isinstance(data, str) and not is_id_text(data):
             self.fail("incorrect_type", data_type="str")
         if int(data) > 2**63 - 1:
             self.fail("does_not_exist", pk_value=data)

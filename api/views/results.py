@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from api.conditional import with_etag
 from api.diffing import changes
 from api.filters import MAX_ID, ResultFilter
+from api.limits import is_id_text
 from api.renderers import CSVRenderer
 from api.serializers.results import ResultDetailSerializer, ResultDiffSerializer, ResultSerializer
 from api.views.base import TeamScopedReadOnlyViewSet
@@ -85,7 +86,7 @@ class ResultViewSet(TeamScopedReadOnlyViewSet):
                     "to compare with (name one with ?against=)."
                 )
         else:
-            if not raw.isdigit() or not 1 <= int(raw) <= MAX_ID:
+            if not is_id_text(raw) or not 1 <= int(raw) <= MAX_ID:
                 raise serializers.ValidationError({"against": ["must be a result id (a positive integer)"]})
             before = self.get_queryset().filter(pk=int(raw)).first()
             if before is None:

@@ -13,6 +13,7 @@ from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 
 from api.filters import MemberFilter, TeamFilter
+from api.limits import is_id_text
 from api.models import ApiToken
 from api.permissions import has_role, team_roles
 from api.serializers.teams import MemberSerializer, MemberUpdateSerializer, TeamSerializer
@@ -88,7 +89,7 @@ class MemberViewSet(
         if getattr(self, "swagger_fake_view", False):
             return
         team_pk = str(kwargs.get("team_pk", ""))
-        if not team_pk.isdigit() or int(team_pk) not in team_roles(request):
+        if not is_id_text(team_pk) or int(team_pk) not in team_roles(request):
             get_object_or_404(Team.objects.none())
         self.team = Team.objects.get(pk=int(team_pk))
         if request.method not in SAFE_METHODS and not has_role(request, self.team.pk, "admin"):

@@ -16,6 +16,7 @@ from django.shortcuts import render
 from django.urls import NoReverseMatch, path, reverse
 from django.views.generic import TemplateView
 
+from api.limits import is_id_text
 from scenarios.models import (
     ACTIVE_STATUSES,
     ROLE_EDITOR,
@@ -55,7 +56,7 @@ def unit_of(kind: str) -> str:
 
 
 def _int_or_404(raw: str | None) -> int:
-    if raw is None or not raw.isdigit():
+    if raw is None or not is_id_text(raw):
         raise Http404("no such plan")
     return int(raw)
 

@@ -31,7 +31,14 @@ PER_UNIT = {"accelerator": "", "node": "", "cloud": " /GPU-h", "electricity": " 
 
 
 def price_text(kind: str, value: Any) -> str:
-    return f"{usd(value)}{PER_UNIT.get(kind, '')}"
+    """A price entry as it was given (up to ten significant digits, not the three of the report's figures):
+    0.05124 $/kWh and 0.05121 $/kWh are different prices and must read differently."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return usd(value)
+    sign = "−" if number < 0 else ""
+    return f"{sign}${abs(number):,.10g}{PER_UNIT.get(kind, '')}"
 
 
 def plan_url(plan_id: int) -> str:
