@@ -114,7 +114,10 @@ def range_values(raw: Any, *, path: str) -> tuple[float | int, ...]:
     if key == "step":
         if by <= 0 or stop < start:
             raise ScenarioError.single(f"{path}.step", "must be > 0 with stop >= start")
-        count = math.floor((stop - start) / by * (1 + 1e-12) + 1e-9) + 1
+        span = (stop - start) / by * (1 + 1e-12) + 1e-9
+        if not math.isfinite(span) or span >= MAX_VALUES_PER_AXIS:  # an infinite count has no floor
+            raise ScenarioError.single(path, f"gives more than {MAX_VALUES_PER_AXIS:,} values")
+        count = math.floor(span) + 1
         if count > MAX_VALUES_PER_AXIS:
             raise ScenarioError.single(path, f"gives {count:,} values, more than {MAX_VALUES_PER_AXIS:,}")
         out = [start + i * by for i in range(count)]
@@ -195,6 +198,12 @@ def plan_sweep(
                 raise ScenarioError.single(
                     f"{path}.values", f"lists {len(values):,} values, more than {MAX_VALUES_PER_AXIS:,}"
                 )
+            for j, value in enumerate(values):
+                # a float beyond a double (1e400 reads as inf) or NaN: no field takes it, and no report holds it
+                if isinstance(value, float) and not math.isfinite(value):
+                    raise ScenarioError.single(
+                        f"{path}.values[{j}]", f"must be a finite number, got {value!r}"
+                    )
             axes.append(SweepAxis(field=field, values=tuple(values)))
         else:
             axes.append(SweepAxis(field=field, values=range_values(item["range"], path=f"{path}.range")))
@@ -214,7 +223,10 @@ def plan_sweep(
     training = request.scenario.get("training")
     has_total = isinstance(training, Mapping) and training.get("total_tokens") is not None
     default_pareto = DEFAULT_PARETO_TOTAL if has_total else DEFAULT_PARETO_WINDOW
-    chosen_pareto = tuple(pareto) if pareto is not None else tuple(raw.get("pareto", default_pareto))
+    raw_pareto = raw.get("pareto", default_pareto) if pareto is None else pareto
+    if not isinstance(raw_pareto, list | tuple) or not all(isinstance(name, str) for name in raw_pareto):
+        raise ScenarioError.single("sweep.pareto", "must be a list of 2 or 3 metric names")
+    chosen_pareto = tuple(raw_pareto)
     errors: list[FieldError] = []
     if chosen_objective not in OBJECTIVES:
         errors.append(
@@ -354,6 +366,12 @@ def pinned_fields(base: Mapping[str, Any], point: Mapping[str, Any]) -> list[dic
     return pinned
 
 
+def _base_region(scenario: Mapping[str, Any]) -> Any:
+    """The region the base scenario's site states (None when it states none)."""
+    site = scenario.get("site")
+    return site.get("region") if isinstance(site, Mapping) else None
+
+
 def sweep_point(plan: SweepPlan, index: int, *, pricing: prices.Pricing | None = None) -> dict[str, Any]:
     """Search one point of ``plan``: its best layout and figures, or the rule it breaks as ``error``.
 
@@ -369,9 +387,10 @@ def sweep_point(plan: SweepPlan, index: int, *, pricing: prices.Pricing | None =
         row["pinned"] = pinned
     document = point_document(plan.request.scenario, point)
     if pricing is not None:
-        if "site.region" in point:
+        if "site.region" in point and point["site.region"] != _base_region(plan.request.scenario):
             # The site's own price (a ``site:<name>`` key) is the price where the site is; a point that
-            # moves it to another region is billed at that region's price.
+            # moves it to another region is billed at that region's price (the point at the site's own
+            # region is the plan's own document, billed as its solve is).
             pricing = replace(pricing, site_name=None)
         document, provenance = pricing.apply(document)
         row["prices"] = provenance

@@ -105,7 +105,7 @@ def _job_hash(
     prices_for: Pricing | None = None,
 ) -> str:
     """The result key of a job: its kind, the canonical hash of the resolved scenario (layout left to the
-    search), its options and, for a sweep (whose document is unpriced: each point is priced after its
+    search; a sweep's, of the document as written too), its options and, for a sweep (whose document is unpriced: each point is priced after its
     fields are set), the pricing its points use. A search also keys on the plan's own layout: it is
     reported as the baseline (and narrows the space). A sweep keys on the space its points search instead,
     in its options (``_sweep_options``)."""
@@ -120,6 +120,11 @@ def _job_hash(
         "options": options,
         "pricing": None if prices_for is None else prices_for.to_json(),
     }
+    if kind == RUN_KIND_SWEEP:
+        # A sweep's points set fields on the document as written: a swept node re-derives an accelerator the
+        # document leaves to its node, not one it states, though both resolve alike. Its key holds both (the
+        # layout left to the search, as in the resolved form: what of it narrows the search is in the options).
+        payload["written"] = canonical_hash(_auto_layout(document))
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

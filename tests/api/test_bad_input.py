@@ -573,3 +573,17 @@ def test_only_the_scenarios_own_team_plans_are_checked_and_named(env: dict[str, 
         )
     )
     assert check["following"] == 1 and [row["name"] for row in check["unsolvable"]] == ["target"]
+
+
+def test_a_sweep_range_with_no_countable_number_of_values_is_a_400_naming_the_range(
+    env: dict[str, Any],
+) -> None:
+    """(stop - start) / step overflows to infinity: refused naming the range, never a 500."""
+    response = env["world"].carol.client.post(
+        _target(env, "sweep"),
+        {"axes": [{"field": "cluster.gpus", "range": {"start": 0, "stop": 1e308, "step": 1e-10}}]},
+        format="json",
+    )
+    assert response.status_code == 400, response.content[:300]
+    assert any(e["path"].endswith("axes[0].range") for e in response.json()["errors"]), response.json()
+    assert Run.objects.count() == 0

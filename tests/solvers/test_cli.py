@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from solvers.cli import load_yaml, parse_text
+from solvers.cli import EXIT_BAD_INPUT, load_yaml, main, parse_text
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = {
@@ -205,3 +207,49 @@ def test_schema_command_prints_the_json_schema() -> None:
     assert proc.returncode == 0
     document = json.loads(proc.stdout)
     assert document["properties"]["cluster"]["anyOf"][0]["properties"]["gpus"]["maximum"] == 1_048_576
+
+
+# --- Bad sweep documents: exit 2 naming the field, never an internal error -------------------------------
+
+
+SWEEP_BASE: dict[str, Any] = {
+    "model": {"preset": "llama3-8b"},
+    "cluster": {"node": "dgx-h100", "gpus": 64},
+    "training": {"total_tokens": 1e12, "layout": "auto"},
+    "site": {"region": "us-average"},
+}
+SWEEP_AXIS = [{"field": "cluster.gpus", "values": [64]}]
+
+
+def _sweep_cli(text: str) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["sweep", "-", "--compact"], stdin=io.StringIO(text), stdout=out, stderr=err)
+    return code, err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("sweep", "field"),
+    [
+        ({"axes": SWEEP_AXIS, "pareto": 5}, "sweep.pareto"),
+        ({"axes": SWEEP_AXIS, "pareto": None}, "sweep.pareto"),
+        # (stop - start) / step is infinite: a count with no floor
+        (
+            {"axes": [{"field": "cluster.gpus", "range": {"start": 0, "stop": 1e308, "step": 1e-10}}]},
+            "sweep.axes[0].range",
+        ),
+    ],
+)
+def test_bad_sweep_options_exit_2_naming_the_field(sweep: dict[str, Any], field: str) -> None:
+    code, err = _sweep_cli(json.dumps({**SWEEP_BASE, "sweep": sweep}))
+    assert code == EXIT_BAD_INPUT, err
+    assert field in err, err
+
+
+def test_an_infinite_axis_value_is_refused_like_solve_refuses_it() -> None:
+    # 1e400 reads as an infinite float: refused naming the value, as `solve` refuses it
+    text = json.dumps(
+        {**SWEEP_BASE, "sweep": {"axes": [{"field": "training.total_tokens", "values": [1e12]}]}}
+    )
+    text = text.replace("[1000000000000.0]", "[1e12, 1e400]")
+    code, err = _sweep_cli(text)
+    assert code == EXIT_BAD_INPUT and "sweep.axes[0].values[1]: must be a finite number" in err, err

@@ -171,16 +171,19 @@ def test_every_sweep_point_equals_solve_of_the_same_document(axis: Any, data: An
     assert_row_equals_solve(BASE, row, pricing)
 
 
-def test_a_region_sweep_is_not_billed_at_the_sites_own_price() -> None:
+def test_a_region_sweep_bills_the_sites_own_price_only_where_the_site_is() -> None:
+    """The point at the site's own region (quebec) is the plan's own document, billed at the site's price as
+    its solve is; a point that moves the site (germany) is billed at that region's price."""
     sheet = PriceSheet(quotes={("electricity", "site:hq"): quote("electricity", "site:hq", 0.5)})
     pricing = Pricing(sheet=sheet, site_name="hq")
     assert pricing.apply(BASE)[1][PATH_ELECTRICITY_PRICE]["value"] == 0.5  # where the site is
     plan = plan_sweep(sweep_of(BASE, "site.region", ["quebec", "germany"]))
     rows = [sweep_point(plan, i, pricing=pricing) for i in range(2)]
     assert [row["prices"][PATH_ELECTRICITY_PRICE]["value"] for row in rows] == [
-        catalog.REGIONS["quebec"]["electricity_usd_per_kwh"],
+        0.5,
         catalog.REGIONS["germany"]["electricity_usd_per_kwh"],
     ]
+    assert_row_equals_solve(BASE, rows[0], pricing)
 
 
 def test_a_node_price_prices_only_that_nodes_own_accelerator() -> None:

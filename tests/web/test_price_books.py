@@ -128,7 +128,7 @@ def test_an_electricity_price_change_lists_both_plans_by_the_size_of_their_chang
         assert f"{usd(old)} → {usd(new)}" in moved
         assert f'href="/api/v1/results/{after[plan.pk].pk}/diff/"' in moved
     # The entries and the change against the (absent) previous version.
-    assert "<caption>Entries</caption>" in body and "2026 tariff" in body and "$0.400 /kWh" in body
+    assert "<caption>Entries</caption>" in body and "2026 tariff" in body and "$0.4 /kWh" in body
     assert "Price book version 1 (Alpha)" in body
 
 

@@ -1,0 +1,127 @@
+"""A sweep job answers for the plan's inputs as they are and bills each point as a solve of its document is
+billed: its key holds the document as written (a swept preset re-derives only what the document leaves to
+it), and the point at the site's own region keeps the site's own price."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from scenarios import search_jobs, services
+from scenarios.execution import Claim
+from scenarios.jobs import requests, sweep
+from scenarios.models import Result
+from tests.scenarios.factories import make_plan, make_team
+
+SPACE: dict[str, Any] = {"tp": [1, 2, 4], "cp": [1], "pp": [1, 2], "microbatch_seqs": [1, 2]}
+
+
+@pytest.fixture
+def chunks_sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, str]]:
+    calls: list[tuple[int, int, str]] = []
+
+    def send_chunks(*, run_id: int, chunks: Any, input_hash: str) -> None:
+        calls.extend((run_id, chunk, input_hash) for chunk in chunks)
+
+    monkeypatch.setattr(sweep, "send_chunks", send_chunks)
+    return calls
+
+
+@pytest.fixture
+def starts_sent(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    monkeypatch.setattr(requests, "send_start", calls.append)
+    return calls
+
+
+def _claim() -> Claim:
+    return Claim(task_id=str(uuid.uuid4()), retries=0, worker="pytest")
+
+
+def _run_sweep(plan: Any, axes: list[dict[str, Any]], chunks_sent: list[Any]) -> Result:
+    chunks_sent.clear()
+    run = search_jobs.sweep_request(plan=plan, user=None, axes=axes, space=SPACE)
+    assert search_jobs.sweep_begin(run_id=run.pk, claim=_claim()) == "started"
+    for run_id, chunk, input_hash in list(chunks_sent):
+        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=_claim())
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error
+    return Result.objects.get(runs=run)
+
+
+@pytest.mark.django_db
+def test_a_sweep_after_the_plan_pins_a_field_is_not_answered_with_the_unpinned_result(
+    starts_sent, chunks_sent, django_capture_on_commit_callbacks
+) -> None:
+    """The resolved base document is the same whether the plan states the accelerator or lets its node derive
+    it, but a node sweep re-derives the accelerator only in the second case: once the plan's cluster states
+    ``accelerator: h100-sxm``, the same node sweep is a new result, not the earlier one whose B200 point ran on
+    B200s."""
+    from solvers.sweep import sweep_document
+
+    team = make_team()
+    plan = make_plan(team=team, cluster_doc={"node": "dgx-h100", "gpus": 64})
+    axes = [{"field": "cluster.node", "values": ["dgx-b200"]}]
+    with django_capture_on_commit_callbacks(execute=True):
+        first = _run_sweep(plan, axes, chunks_sent)
+    assert "pinned" not in first.report["rows"][0]
+
+    # The plan now states the accelerator by value (a new revision of its cluster scenario).
+    services.scenario_update(
+        scenario=plan.cluster, user=None, document={"node": "dgx-h100", "accelerator": "h100-sxm", "gpus": 64}
+    )
+    plan.refresh_from_db()
+    inputs = services.plan_inputs(plan=plan)
+    alone = sweep_document(
+        {**inputs.base_document, "sweep": {"axes": axes}, "search": {"space": SPACE}}, pricing=inputs.pricing
+    )
+    assert alone["rows"][0]["pinned"][0]["field"] == "cluster.accelerator"  # what this plan's sweep gives
+    with django_capture_on_commit_callbacks(execute=True):
+        second = _run_sweep(plan, axes, chunks_sent)
+    row = second.report["rows"][0]
+    assert second.pk != first.pk, "the run was answered with the result of the plan's earlier inputs"
+    assert row["best"]["metrics"]["step_s"] == alone["rows"][0]["best"]["metrics"]["step_s"]
+    assert "pinned" in row
+
+
+@pytest.mark.django_db
+def test_a_region_sweep_point_at_the_plans_own_region_is_billed_like_the_plans_solve(
+    sent, claim, starts_sent, chunks_sent, django_capture_on_commit_callbacks
+) -> None:
+    """A point that moves the site to another region is billed at that region's price; the point at the plan's
+    own region is the plan's own document and keeps the site's own price (``site:<name>``), as its solve."""
+    from scenarios import execution
+
+    team = make_team()
+    plan = make_plan(team=team, site_doc={"region": "quebec"})
+    services.price_book_publish(
+        team=team,
+        user=None,
+        name="team prices",
+        entries=[{"kind": "electricity", "key": f"site:{plan.site.name}", "value": 0.21}],
+        fan_out="none",
+    )
+    solved = execution.run_execute(run_id=services.run_request(plan=plan, user=None).pk, claim=claim)
+    assert solved.result_id is not None
+    solve_report = Result.objects.get(pk=solved.result_id).report
+    with django_capture_on_commit_callbacks(execute=True):
+        result = _run_sweep(plan, [{"field": "site.region", "values": ["quebec", "virginia"]}], chunks_sent)
+    row = result.report["rows"][0]
+    assert row["point"] == {"site.region": "quebec"}
+    # The plan's solve bills the site's own price ...
+    assert solve_report["tco"]["electricity_usd"] / solve_report["energy"]["facility_kwh"] == pytest.approx(
+        0.21
+    )
+    # ... and a solve of the plan's (priced) document at the point's best layout gives other figures.
+    from solvers import solve
+
+    document = services.plan_inputs(plan=plan).document
+    document["training"] = {**document["training"], "layout": row["best"]["layout"]}
+    report = solve(document)
+    assert row["best"]["metrics"]["total_usd"] == report["tco"]["total_usd"], (
+        row["best"]["metrics"]["total_usd"],
+        report["tco"]["total_usd"],
+        row["prices"]["site.electricity_usd_per_kwh"],
+    )
