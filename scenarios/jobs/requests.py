@@ -105,8 +105,8 @@ def _job_hash(
     prices_for: Pricing | None = None,
 ) -> str:
     """The result key of a job: its kind, the canonical hash of the resolved scenario (layout left to the
-    search; a sweep's, of the document as written too), its options and, for a sweep (whose document is unpriced: each point is priced after its
-    fields are set), the pricing its points use. A search also keys on the plan's own layout: it is
+    search; a sweep's, of the document as written too), its options and, for a sweep (whose document is
+    unpriced: each point is priced after its fields are set), the pricing its points use. A search also keys on the plan's own layout: it is
     reported as the baseline (and narrows the space). A sweep keys on the space its points search instead,
     in its options (``_sweep_options``)."""
     from solvers import canonical_hash, resolve
@@ -304,20 +304,48 @@ def _chunk_size(*, points: int, layouts_per_point: int) -> int:
     return max(1, min(sweep_chunk_points(), math.ceil(points / sweep_min_chunks()), by_layouts))
 
 
+# The parts of a point a layout count reads (``count_layouts``: the model, the cluster, the training's
+# sequence and batch); a point's other fields (tokens, site, economics) never change it.
+_LAYOUT_PARTS = ("model.", "cluster.", "training.")
+
+
 def _layouts_per_point(document: Mapping[str, Any], planned: Any) -> int:
-    """The largest layout count of the first, middle and last point (a few milliseconds), for sizing."""
+    """The largest layout count of the sweep's points, for sizing its chunks so that none holds more than
+    ``SWEEP_CHUNK_LAYOUTS`` layouts; each distinct combination of what a count reads is counted once (a
+    millisecond each). Raises ``ValidationError`` naming ``space`` when every point that is a valid scenario
+    would search more layouts than one search may (``MAX_LAYOUTS_PER_SEARCH``), as ``/search/`` refuses it:
+    such a sweep could only store error rows."""
     from solvers import ScenarioError
+    from solvers.search.space import MAX_LAYOUTS_PER_SEARCH
     from solvers.sweep import point_document
 
-    count = len(planned.points)
-    largest = 1
-    for index in sorted({0, count // 2, count - 1}):
+    counts: dict[tuple[tuple[str, str], ...], int] = {}
+    for point in planned.points:
+        key = tuple(
+            sorted(
+                (field, repr(value))
+                for field, value in point.items()
+                if field.startswith(_LAYOUT_PARTS) and field != "training.total_tokens"
+            )
+        )
+        if key in counts:
+            continue
         try:
-            scenario = point_document(planned.request.scenario, planned.points[index])
-            largest = max(largest, _layouts_of(scenario, planned.request.space))
+            scenario = point_document(planned.request.scenario, point)
+            counts[key] = _layouts_of(scenario, planned.request.space)
         except ScenarioError:
             continue  # that point's row will carry its error; it costs no engine time
-    return largest
+    if counts and min(counts.values()) > MAX_LAYOUTS_PER_SEARCH:
+        raise ValidationError(
+            {
+                "space": [
+                    f"every point's search would build more than {MAX_LAYOUTS_PER_SEARCH:,} layouts (the "
+                    f"smallest {min(counts.values()):,}); narrow the space (fewer tp, pp, cp, ep or microbatch "
+                    "values)"
+                ]
+            }
+        )
+    return max(counts.values(), default=1)
 
 
 # At most this many refused sweep values are listed in a 400 (the rest are counted in the last message), so

@@ -1,6 +1,7 @@
 """A sweep job answers for the plan's inputs as they are and bills each point as a solve of its document is
 billed: its key holds the document as written (a swept preset re-derives only what the document leaves to
-it), and the point at the site's own region keeps the site's own price."""
+it), and the point at the site's own region keeps the site's own price; its chunks hold at most
+SWEEP_CHUNK_LAYOUTS layouts, and a sweep no point of which could be searched is refused before it is queued."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from scenarios import search_jobs, services
 from scenarios.execution import Claim
 from scenarios.jobs import requests, sweep
-from scenarios.models import Result
+from scenarios.models import Result, Run
 from tests.scenarios.factories import make_plan, make_team
 
 SPACE: dict[str, Any] = {"tp": [1, 2, 4], "cp": [1], "pp": [1, 2], "microbatch_seqs": [1, 2]}
@@ -125,3 +126,72 @@ def test_a_region_sweep_point_at_the_plans_own_region_is_billed_like_the_plans_s
         report["tco"]["total_usd"],
         row["prices"]["site.electricity_usd_per_kwh"],
     )
+
+
+@pytest.mark.django_db
+def test_no_chunk_of_a_queued_sweep_holds_more_than_sweep_chunk_layouts(settings) -> None:
+    """Chunks are sized by the largest layout count of any point, not of a few sampled ones: a sweep whose
+    large points sit between the samples (GPU counts 8, 1024, 8, 8 against 100 token budgets) used to be cut
+    into chunks of 3.1 million layouts, over SWEEP_CHUNK_LAYOUTS (2 million)."""
+    from solvers.sweep import point_document
+
+    settings.SWEEP_CHUNK_POINTS = 20
+    settings.SWEEP_CHUNK_LAYOUTS = 2_000_000
+    settings.SWEEP_MIN_CHUNKS = 16
+    plan = make_plan(team=make_team())
+    sweep_section = {
+        "axes": [
+            {"field": "cluster.gpus", "values": [8, 1024, 8, 8]},
+            {"field": "training.total_tokens", "range": {"start": 1e11, "stop": 1e13, "step": 1e11}},
+        ]
+    }
+    points, chunk_points = requests.sweep_check(plan=plan, sweep=sweep_section, search={})
+    assert points == 400
+    document = services.plan_base_document(plan=plan)
+    planned = requests._plan_of(document, {"sweep": sweep_section, "search": {}})
+    per_point = {}
+    for gpus in (8, 1024):
+        index = next(i for i, p in enumerate(planned.points) if p["cluster.gpus"] == gpus)
+        per_point[gpus] = requests._layouts_of(
+            point_document(planned.request.scenario, planned.points[index]), None
+        )
+    chunk_layouts = [
+        sum(
+            per_point[planned.points[i]["cluster.gpus"]]
+            for i in range(start, min(points, start + chunk_points))
+        )
+        for start in range(0, points, chunk_points)
+    ]
+    assert max(chunk_layouts) <= settings.SWEEP_CHUNK_LAYOUTS, (chunk_points, per_point, max(chunk_layouts))
+
+
+@pytest.mark.django_db
+def test_a_sweep_whose_every_point_is_over_the_layout_limit_is_refused_before_queueing(starts_sent) -> None:
+    """The space that /search/ refuses (about 2.6 million layouts > MAX_LAYOUTS_PER_SEARCH) is refused for a
+    sweep too when every point would search that many: such a sweep could only store error rows."""
+    from django.core.exceptions import ValidationError
+
+    from tests.scenarios.factories import make_scenario
+    from tests.scenarios.test_search_jobs import DEEPSEEK_CLUSTER, DEEPSEEK_TRAINING, HUGE_SPACE
+
+    team = make_team()
+    plan = make_plan(
+        team=team,
+        training=DEEPSEEK_TRAINING,
+        trio=(
+            make_scenario(kind="cluster", team=team, document=DEEPSEEK_CLUSTER),
+            make_scenario(kind="model", team=team, document={"preset": "deepseek-v3"}),
+            make_scenario(kind="site", team=team, document={"region": "quebec"}),
+        ),
+    )
+    with pytest.raises(ValidationError):
+        search_jobs.search_request(plan=plan, user=None, space=HUGE_SPACE)
+    with pytest.raises(ValidationError) as refused:
+        search_jobs.sweep_request(
+            plan=plan,
+            user=None,
+            axes=[{"field": "site.region", "values": ["quebec", "iceland"]}],
+            space=HUGE_SPACE,
+        )
+    assert list(refused.value.message_dict) == ["space"]
+    assert Run.objects.count() == 0
