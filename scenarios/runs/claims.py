@@ -47,6 +47,11 @@ _TAKEABLE_SQL = (
     " OR (status = 'running' AND lease_expires_at < %(now)s)"
     " OR (status = 'running' AND claim_task_id = %(task_id)s AND claim_retries = %(retries)s))"
 )
+# A row this task holds under another retry count is its own retry after a database or broker error: it is
+# resumed (step 3), never taken as a new attempt or capped, even when its lease ran out during the retry's wait.
+_NOT_OUR_RETRY_SQL = (
+    "NOT (status = 'running' AND claim_task_id = %(task_id)s AND claim_retries <> %(retries)s)"
+)
 _GAVE_UP_SQL = (
     "'gave up after ' || attempts || ' attempts: the worker running this run was lost each time "
     "(killed, out of memory, or over the hard time limit) before it finished'"
@@ -63,7 +68,8 @@ def claim_rows(
     2. takeable (queued, lease expired, or running under this very delivery: the broker redelivered it
        because its worker died, which was an attempt) -> running, attempts + 1 (CLAIMED);
     3. running under this task with another retry count (our own retry after a database or broker
-       error) -> keep going without counting an attempt (RESUMED).
+       error, whether or not its lease ran out while it waited) -> keep going without counting an attempt
+       (RESUMED); steps 1 and 2 leave such a row alone.
     Rows in none of these (done, or held by a live delivery) are BUSY: this delivery must not touch them.
     The order matters: a row claimed in step 2 is not capped by step 1 in the same call."""
     now = now or timezone.now()
@@ -80,7 +86,8 @@ def claim_rows(
         cursor.execute(
             f"UPDATE {table} SET status = 'failed', finished_at = %(now)s, lease_expires_at = NULL, "
             f"error = {gave_up} "
-            f"WHERE id = ANY(%(ids)s) AND attempts >= max_attempts AND {_TAKEABLE_SQL} RETURNING id",
+            f"WHERE id = ANY(%(ids)s) AND attempts >= max_attempts AND {_TAKEABLE_SQL} "
+            f"AND {_NOT_OUR_RETRY_SQL} RETURNING id",
             params,
         )
         states.update({row[0]: CAPPED for row in cursor.fetchall()})
@@ -88,7 +95,7 @@ def claim_rows(
             f"UPDATE {table} SET status = 'running', attempts = attempts + 1, started_at = %(now)s, "
             "lease_expires_at = %(lease)s, claim_task_id = %(task_id)s, claim_retries = %(retries)s, "
             f"worker = %(worker)s WHERE id = ANY(%(ids)s) AND attempts < max_attempts AND {_TAKEABLE_SQL} "
-            "RETURNING id",
+            f"AND {_NOT_OUR_RETRY_SQL} RETURNING id",
             params,
         )
         states.update({row[0]: CLAIMED for row in cursor.fetchall()})

@@ -9,6 +9,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from celery.exceptions import SoftTimeLimitExceeded
+from django.db import Error as DatabaseError
+
 from scenarios import adapters, conf, pricing, queue
 from scenarios.inputs import plan_inputs
 from scenarios.models import (
@@ -18,7 +21,7 @@ from scenarios.models import (
     STATUS_SUCCEEDED,
     Run,
 )
-from scenarios.runs.claims import CLAIMED, RESUMED, Claim, run_fail, runs_claim
+from scenarios.runs.claims import BUSY, CLAIMED, RESUMED, Claim, run_fail, runs_claim
 from scenarios.runs.lease import keep_runs_leased
 from scenarios.runs.store import Solved, results_store
 
@@ -107,6 +110,15 @@ def _solve_held(
             )
             outcomes[run.pk] = Outcome(run_id=run.pk, status=STATUS_FAILED)
             continue
+        except (SoftTimeLimitExceeded, DatabaseError):
+            raise  # the task's own handling: the time limit fails or re-queues, a database outage retries
+        except Exception as exc:
+            # A fault of this run alone (a solver error no input check caught) fails it with the reason, and
+            # the chunk's other runs are stored, instead of all of them waiting out their leases.
+            log.exception("run %s: internal solver error", run.pk)
+            run_fail(run_id=run.pk, claim=claim, error=f"internal solver error: {type(exc).__name__}: {exc}")
+            outcomes[run.pk] = Outcome(run_id=run.pk, status=STATUS_FAILED)
+            continue
         solved.append(Solved(run=run, inputs=inputs, report=report))
     return solved
 
@@ -127,9 +139,15 @@ def runs_execute(
     # lease renewed at most a third of a lease ago outlasts a store by far).
     with keep_runs_leased(run_ids=held, claim=claim):
         solved = _solve_held(held=held, claim=claim, sheets=sheets, outcomes=outcomes)
-    for run_id, entry in results_store(solved=solved, claim=claim).items():
-        outcomes[run_id] = Outcome(
-            run_id=run_id, status=STATUS_SUCCEEDED, result_id=entry.result_id, created=entry.created
+    stored = results_store(solved=solved, claim=claim)
+    for item in solved:
+        entry = stored.get(item.run.pk)
+        outcomes[item.run.pk] = (
+            Outcome(run_id=item.run.pk, status=BUSY)  # its claim was lost while it solved: nothing stored
+            if entry is None
+            else Outcome(
+                run_id=item.run.pk, status=STATUS_SUCCEEDED, result_id=entry.result_id, created=entry.created
+            )
         )
     return [outcomes[run_id] for run_id in run_ids]
 

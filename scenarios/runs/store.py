@@ -97,17 +97,37 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
     their plan, with ``previous`` and ``delta`` against the plan's current result for a solve (never a sweep
     or a search), against the newest result of the same kind for the others. Runs are marked succeeded
     only where ``claim`` still holds them. A run of the same plan later in ``solved`` is numbered after an
-    earlier one."""
+    earlier one. With a ``claim``, runs this delivery no longer holds are left out (neither stored nor in the
+    answer)."""
     from solvers import SOLVER_VERSION
 
     if not solved:
         return {}
     now = timezone.now()
-    plan_ids = sorted({item.run.plan_id for item in solved})
-    hashes = {item.run.pk: item.input_hash for item in solved}
-    solvers_of = {item.run.pk: str(item.report.get("solver_version") or SOLVER_VERSION) for item in solved}
     stored: dict[int, Stored] = {}
     with transaction.atomic():
+        if claim is not None:
+            # Only the runs this delivery still holds are stored: one whose lease ran out meanwhile (the
+            # sweeper re-queued or capped it) leaves no result, no current result and no event behind. The
+            # row locks keep them held until the final UPDATE marks them succeeded.
+            held = set(
+                Run.objects.select_for_update()
+                .filter(
+                    pk__in=[item.run.pk for item in solved],
+                    status=STATUS_RUNNING,
+                    claim_task_id=claim.task_id,
+                )
+                .order_by("pk")
+                .values_list("pk", flat=True)
+            )
+            solved = [item for item in solved if item.run.pk in held]
+            if not solved:
+                return {}
+        plan_ids = sorted({item.run.plan_id for item in solved})
+        hashes = {item.run.pk: item.input_hash for item in solved}
+        solvers_of = {
+            item.run.pk: str(item.report.get("solver_version") or SOLVER_VERSION) for item in solved
+        }
         locked = (
             Plan.objects.select_for_update()
             .filter(pk__in=plan_ids)
