@@ -170,7 +170,7 @@ def _price_entry_clean(
     for name in sorted(set(raw) - _PRICE_ENTRY_FIELDS):
         errors[f"{path}.{name}"] = ["unknown field"]
     kind = raw.get("kind")
-    if kind not in PRICE_UNITS:
+    if not isinstance(kind, str) or kind not in PRICE_UNITS:
         errors[f"{path}.kind"] = [f"must be one of {', '.join(sorted(PRICE_UNITS))}"]
         return None
     key = raw.get("key")
@@ -189,10 +189,10 @@ def _price_entry_clean(
         errors[f"{path}.key"] = [problem]
         return None
     value = raw.get("value")
-    if isinstance(value, str):
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
         try:
-            value = float(value)
-        except ValueError:
+            value = float(value)  # an integer of 400 digits is no double: refused below, not an OverflowError
+        except (ValueError, OverflowError):
             value = None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         errors[f"{path}.value"] = [f"must be a finite number from {price_limit_text(kind)}"]
@@ -465,6 +465,10 @@ def price_book_publish(
         raise ValidationError({"fan_out": ["must be async, sync or none"]})
     if not name or not name.strip():
         raise ValidationError({"name": ["must not be empty"]})
+    for label, text in (("name", name.strip()), ("source", source)):
+        limit = getattr(PriceBook._meta.get_field(label), "max_length", None)
+        if limit is not None and len(text) > limit:
+            raise ValidationError({label: [f"must be at most {limit} characters, got {len(text):,}"]})
     clean = price_entries_validate(entries, team=team, mode=mode)
     with transaction.atomic():
         # One publisher per scope at a time, so versions count 1..n without a failed duplicate and a patch

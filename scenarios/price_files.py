@@ -57,7 +57,15 @@ def price_file_parse(text: str, fmt: str) -> tuple[list[Any], dict[str, Any]]:
             missing = [c for c in CSV_REQUIRED if c not in (reader.fieldnames or [])]
             if missing:
                 raise PriceFileError(f"the CSV header must name the columns {', '.join(missing)}")
-            return [_csv_entry(row) for row in reader], {}
+            entries = []
+            for row in reader:
+                if None in row:  # more cells than the header names: 25,000 unquoted reads as 25 and 000
+                    raise PriceFileError(
+                        f"row {reader.line_num} has more cells than the header names ({', '.join(reader.fieldnames or [])}); "
+                        'quote a value that holds a comma ("25,000") or write it without one (25000)'
+                    )
+                entries.append(_csv_entry(row))
+            return entries, {}
         except csv.Error as exc:
             raise PriceFileError(f"not valid CSV ({exc})") from None
     if fmt == PRICE_FEED_FORMAT_JSON:

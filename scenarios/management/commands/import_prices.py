@@ -34,7 +34,12 @@ def read_entries(path: Path) -> tuple[list[Any], dict[str, Any]]:
     fmt = FORMAT_BY_SUFFIX.get(path.suffix.lower())
     if fmt is None:
         raise CommandError(f"{path}: expected a .csv or .json file")
-    text = path.read_text(encoding="utf-8-sig")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     try:
         return price_file_parse(text, fmt)
     except PriceFileError as exc:
