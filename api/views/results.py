@@ -69,7 +69,10 @@ class ResultViewSet(TeamScopedReadOnlyViewSet):
     )
     @action(detail=True, methods=["get"], renderer_classes=TeamScopedReadOnlyViewSet.renderer_classes)
     def diff(self, request: Request, pk: str | None = None) -> Response:
-        """What changed between two results of one plan: inputs, prices and report fields, with deltas."""
+        """What changed between two results of one plan: inputs, prices and report fields, with deltas.
+
+        ``?against=`` names the earlier result, of the same plan and kind (a solve against a solve, a search
+        against a search); without it, the previous result of the same kind."""
         after = self.get_object()
         raw = request.query_params.get("against")
         if raw is None:
@@ -93,6 +96,24 @@ class ResultViewSet(TeamScopedReadOnlyViewSet):
                 raise NotFound("against: no such result.")
             if before.plan_id != after.plan_id:
                 raise serializers.ValidationError({"against": ["must be a result of the same plan"]})
+            if before.kind != after.kind:
+                # a search's figures sit under ``best`` and a sweep's in rows: no path of a solve lines up
+                raise serializers.ValidationError(
+                    {
+                        "against": [
+                            f"must be a {after.kind} result, as this one is (it is a {before.kind} result)"
+                        ]
+                    }
+                )
+            if before.version >= after.version:
+                raise serializers.ValidationError(
+                    {
+                        "against": [
+                            f"must be an earlier result than this one (version {after.version}), got version "
+                            f"{before.version}: name the earlier one here, or diff that one against this"
+                        ]
+                    }
+                )
         context = self.get_serializer_context()
         return Response(
             {

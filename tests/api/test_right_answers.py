@@ -107,6 +107,15 @@ def test_a_solve_after_a_sweep_is_compared_with_the_last_solve(world: World, mon
     capex = next(c for c in diff["outputs"] if c["path"] == "tco.capex_usd")
     assert capex["delta_pct"] == pytest.approx(20.0)
     assert not [c for c in diff["outputs"] if c["path"] == "step.step_s"]
+    # ?against= names an earlier result of the same kind: a sweep's rows or a later solve line up with nothing
+    # (every delta of the later one would carry the wrong sign)
+    for against, words in ((sweep, "must be a solve result"), (second, "must be an earlier result")):
+        refused = world.alice.client.get(f"/api/v1/results/{second.pk}/diff/?against={against.pk}")
+        assert refused.status_code == 400, refused.content[:300]
+        assert [e["path"] for e in refused.json()["errors"]] == ["against"]
+        assert words in refused.json()["errors"][0]["message"]
+    later = world.alice.client.get(f"/api/v1/results/{first.pk}/diff/?against={second.pk}")
+    assert later.status_code == 400 and "earlier" in later.json()["errors"][0]["message"]
 
 
 # --- the solver version is part of a result's identity ------------------------------------------------
