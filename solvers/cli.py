@@ -60,7 +60,10 @@ __all__ = [
 
 def _read(source: str, stdin: TextIO) -> str:
     if source == "-":
-        return stdin.read()
+        try:
+            return stdin.read()
+        except UnicodeDecodeError:
+            raise InputError("cannot read standard input: not UTF-8 text") from None
     try:
         with open(source, encoding="utf-8") as handle:
             return handle.read()
@@ -71,7 +74,17 @@ def _read(source: str, stdin: TextIO) -> str:
 
 
 def _dump(value: Any, *, pretty: bool) -> str:
-    return json.dumps(value, allow_nan=False, indent=2 if pretty else None, ensure_ascii=False)
+    text = json.dumps(value, allow_nan=False, indent=2 if pretty else None, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate in an echoed key or message: escaped, still the same JSON
+        text = json.dumps(value, allow_nan=False, indent=2 if pretty else None, ensure_ascii=True)
+    # The line breaks JSON leaves unescaped (U+0085, U+2028, U+2029: only ever inside strings) are escaped,
+    # so that a reader splitting lines the Unicode way still sees one line per report.
+    return text.translate(_LINE_BREAKS)
+
+
+_LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 
 def _print_scenario_error(exc: ScenarioError, stderr: TextIO) -> None:
@@ -134,7 +147,10 @@ def _cmd_solve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: 
 def _solve_batch(text: str, stdout: TextIO) -> int:
     """One output line per input line, in order; JSON Lines in, JSON Lines out."""
     failures = 0
-    lines = text.splitlines()
+    # JSON Lines are split at "\n" only (str.splitlines would also split at U+2028 or U+0085 inside a string)
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()  # the newline that ends the last line
     for number, line in enumerate(lines, start=1):
         result: dict[str, Any]
         try:

@@ -79,7 +79,7 @@ FIELDS: tuple[Field, ...] = (
     # --- model -----------------------------------------------------------------------------------------
     obj("model"),
     Field("model.preset", "key", catalog="MODELS", nullable=True),
-    Field("model.name", "text", max_len=_TEXT),
+    Field("model.name", "text", max_len=_TEXT, nullable=True),
     integer("model.layers", 1, MAX_LAYERS),
     integer("model.hidden", 1, MAX_HIDDEN),
     integer("model.ffn_hidden", 1, MAX_FFN_HIDDEN),

@@ -149,6 +149,14 @@ class Reader:
         if not isinstance(value, str) or len(value) > max_len:
             self.error(path, f"must be a string of at most {max_len} characters")
             return None
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate (JSON's "\ud800"): no report could be written out
+                self.error(
+                    path, "must be text that UTF-8 can hold (it holds a lone surrogate, such as \\ud800)"
+                )
+                return None
         return value
 
     def key(self, value: Any, path: str, table: Mapping[str, Any], kind: str) -> str | None:

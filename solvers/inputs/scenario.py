@@ -314,7 +314,8 @@ def resolve_with_document(document: Any, *, step: bool = True) -> tuple[Resolved
     top = r.mapping(document, "", TOP_KEYS)
     if top is None:
         raise ScenarioError(r.errors)
-    if "schema_version" in top and top["schema_version"] != SCHEMA_VERSION:
+    version = top.get("schema_version", SCHEMA_VERSION)
+    if "schema_version" in top and (type(version) is not int or version != SCHEMA_VERSION):  # not True
         r.error("schema_version", f"must be {SCHEMA_VERSION}, got {top['schema_version']!r}")
     for text_field in ("name", "description"):
         if text_field in top:

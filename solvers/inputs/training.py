@@ -101,17 +101,17 @@ def parse_training(
     nums = read_numbers(r, given, path)
     read_choices(r, given, path, nums)
     eff_path = join(path, "efficiency")
-    eff = r.section(given.get("efficiency") or {}, eff_path) or {}
+    eff = r.section(given.get("efficiency"), eff_path) or {}
     compute_eff: float | None = read_numbers(r, eff, eff_path).get("compute")
     ov_path = join(eff_path, "overlap")
-    ov_given = r.section(eff.get("overlap") or {}, ov_path) or {}
+    ov_given = r.section(eff.get("overlap"), ov_path) or {}
     overlap_nums = read_numbers(r, ov_given, ov_path)
     fx_path = join(eff_path, "effects")
-    fx_given = r.section(eff.get("effects") or {}, fx_path) or {}
+    fx_given = r.section(eff.get("effects"), fx_path) or {}
     fx_flags: dict[str, Any] = {}
     read_choices(r, fx_given, fx_path, fx_flags)
     ck_path = join(path, "checkpoint")
-    ck_given = r.section(given.get("checkpoint") or {}, ck_path) or {}
+    ck_given = r.section(given.get("checkpoint"), ck_path) or {}
     ck_nums = read_numbers(r, ck_given, ck_path)
     read_choices(r, ck_given, ck_path, ck_nums)
     layout_raw = given.get("layout")

@@ -47,7 +47,8 @@ def parse_search_request(
             "", f"a scenario document must be a mapping, got {type(document).__name__}"
         )
     scenario = {k: v for k, v in document.items() if k not in ("search", "sweep")}
-    options = document.get("search") or {}
+    options = document.get("search")
+    options = {} if options is None else options  # null or absent: no options; [] or "" is refused
     if not isinstance(options, Mapping):
         raise ScenarioError.single("search", "must be a mapping")
     errors = [
@@ -95,7 +96,9 @@ def with_auto_layout(scenario: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``scenario`` with ``training.layout: auto`` (what a search resolves)."""
     out = dict(scenario)
     training = out.get("training")
-    training = dict(training) if isinstance(training, Mapping) else {}
+    if training is not None and not isinstance(training, Mapping):
+        return out  # not an object: left for ``resolve`` to refuse, as a solve refuses it
+    training = dict(training) if training is not None else {}
     training["layout"] = "auto"
     out["training"] = training
     return out
