@@ -8,6 +8,7 @@ so ``FOO=`` in an env file means "use the default" rather than an empty string.
 from __future__ import annotations
 
 import os
+import re
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -54,3 +55,24 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if value is None:
         return default
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+_RATE = re.compile(r"^\s*\d+\s*/\s*(s|sec|second|m|min|minute|h|hour|d|day)\s*$")
+
+
+def env_rate(name: str, default: str) -> str:
+    """A request rate as DRF's throttles read it ("600/min"): refused at start, naming the variable, rather
+    than failing every throttled request."""
+    value = env_str(name, default) or default
+    if not _RATE.match(value):
+        raise ImproperlyConfigured(
+            f"{name}={value!r}: expected a rate such as 600/min (per s, min, hour or day)"
+        )
+    return value
+
+
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = env_str(name, default) or default
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={value!r}: expected one of {', '.join(choices)}")
+    return value

@@ -46,7 +46,7 @@ def _check() -> tuple[dict[str, Any], int]:
             if beats
             else {"status": "down", "error": "no beat heartbeat in the last HEARTBEAT_STALE_S seconds"}
         )
-    except redis.RedisError as exc:
+    except (redis.RedisError, ValueError, OSError) as exc:  # ValueError: a broker URL redis-py cannot read
         message = str(exc)[:200]
         report["broker"] = {"status": "down", "error": message}
         report["workers"] = {"status": "unknown", "error": "broker down: heartbeats unreadable"}

@@ -16,11 +16,12 @@ Variables (the main ones):
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from planner.env import env_bool, env_float, env_int, env_list, env_str
+from planner.env import env_bool, env_choice, env_float, env_int, env_list, env_rate, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -31,6 +32,10 @@ if PLANNER_ENV not in {"development", "production"}:
 PRODUCTION = PLANNER_ENV == "production"
 
 DEBUG = env_bool("DEBUG", default=not PRODUCTION)
+if PRODUCTION and DEBUG:
+    raise ImproperlyConfigured(
+        "DEBUG is on with PLANNER_ENV=production: debug pages show settings and tracebacks to anyone; unset DEBUG"
+    )
 
 _secret = env_str("SECRET_KEY")
 if _secret is None:
@@ -58,13 +63,29 @@ if _missing:
         "eval \"$(python -m planner.embedded env | sed 's/^/export /')\")."
     )
 assert _database_url is not None and _redis_url is not None
+
+
+def _parse_database_url(name: str, url: str, **options: Any) -> dict[str, Any]:
+    try:
+        parsed = dict(dj_database_url.parse(url, **options))
+    except (ValueError, dj_database_url.ParseError) as exc:  # UnknownSchemeError is a ValueError
+        raise ImproperlyConfigured(
+            f"{name}={url!r}: not a database URL ({exc}); expected postgres://..."
+        ) from None
+    if not str(parsed.get("ENGINE", "")).endswith("postgresql"):
+        raise ImproperlyConfigured(f"{name}={url!r}: must point at PostgreSQL (postgres://...)")
+    return parsed
+
+
 DATABASES = {
-    "default": dj_database_url.parse(
-        _database_url, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True
+    "default": _parse_database_url(
+        "DATABASE_URL", _database_url, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True
     )
 }
-if not DATABASES["default"]["ENGINE"].endswith("postgresql"):
-    raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres://...)")
+if not _redis_url.startswith(("redis://", "rediss://", "unix://")):
+    raise ImproperlyConfigured(
+        f"REDIS_URL={_redis_url!r}: expected redis://host:port/db (or rediss://, unix://)"
+    )
 DATABASES["default"].setdefault("OPTIONS", {})
 DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", env_int("DB_CONNECT_TIMEOUT_S", 5))
 REDIS_URL: str = _redis_url
@@ -74,7 +95,7 @@ REDIS_URL: str = _redis_url
 # role); `migrate` then grants the role the service connects as its row rights (planner.db_roles):
 # DATABASE_APP_ROLE, by default DATABASE_URL's user when the two URLs name different users.
 _migrate_url = env_str("MIGRATE_DATABASE_URL")
-MIGRATE_DATABASE = dj_database_url.parse(_migrate_url) if _migrate_url else None
+MIGRATE_DATABASE = _parse_database_url("MIGRATE_DATABASE_URL", _migrate_url) if _migrate_url else None
 _app_user = DATABASES["default"].get("USER") or ""
 DATABASE_APP_ROLE: str = env_str("DATABASE_APP_ROLE") or (
     _app_user if MIGRATE_DATABASE is not None and MIGRATE_DATABASE.get("USER") != _app_user else ""
@@ -220,9 +241,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "api.pagination.DefaultPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_THROTTLE_RATES": {
-        "solve": env_str("THROTTLE_SOLVE", "600/min"),
-        "run": env_str("THROTTLE_RUN", "600/min"),
-        "compare": env_str("THROTTLE_COMPARE", "6000/min"),
+        "solve": env_rate("THROTTLE_SOLVE", "600/min"),
+        "run": env_rate("THROTTLE_RUN", "600/min"),
+        "compare": env_rate("THROTTLE_COMPARE", "6000/min"),
     },
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
@@ -239,7 +260,7 @@ REST_FRAMEWORK["NUM_PROXIES"] = TRUSTED_PROXY_COUNT
 # Failed API-token authentications per client address (DRF rate); beyond it, token requests get 429.
 _throttle_rates = REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]
 assert isinstance(_throttle_rates, dict)
-_throttle_rates["token_failure"] = env_str("THROTTLE_TOKEN_FAILURES", "10/min")
+_throttle_rates["token_failure"] = env_rate("THROTTLE_TOKEN_FAILURES", "10/min")
 INSTALLED_APPS += ["axes", "auditlog"]
 MIDDLEWARE += [
     # A database or broker outage raised by a view answers 503 + Retry-After (api.outages).
@@ -359,6 +380,9 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "root": {
+        "handlers": ["console"],
+        "level": env_choice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")),
+    },
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
