@@ -13,6 +13,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 
 from api.filters import IdFilter, UtcDateTimeFilter
+from api.models import ApiToken
 from api.permissions import team_roles
 from api.serializers.audit import OBJECT_TYPES, AuditEntrySerializer
 from api.views.base import PlannerViewMixin
@@ -80,6 +81,10 @@ class AuditViewSet(PlannerViewMixin, mixins.ListModelMixin, viewsets.GenericView
             serialized_data__fields__team=None,
             serialized_data__fields__user=self.request.user.pk,
         )
+        token = self.request.auth
+        if isinstance(token, ApiToken) and token.team_id is not None:
+            # a token restricted to one team reads that team's entries, not those of its user's other tokens
+            own_tokens = Q(pk__in=[])
         return (
             LogEntry.objects.filter(content_type__in=shown)
             .filter(Q(serialized_data__fields__team__in=teams) | own_tokens)

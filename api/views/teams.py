@@ -103,10 +103,15 @@ class MemberViewSet(
     def _refuse_losing_last_admin(self, membership: Membership, new_role: str | None) -> None:
         if membership.role != ROLE_ADMIN or new_role == ROLE_ADMIN:
             return
-        others = Membership.objects.filter(team_id=membership.team_id, role=ROLE_ADMIN).exclude(
-            pk=membership.pk
+        # Every admin row of the team locked (in id order) before counting: two admins demoting or removing
+        # each other at once are serialised, and the second sees the first's change, so one admin is kept.
+        admins = list(
+            Membership.objects.select_for_update()
+            .filter(team_id=membership.team_id, role=ROLE_ADMIN)
+            .order_by("pk")
+            .values_list("pk", flat=True)
         )
-        if not others.exists():
+        if not [pk for pk in admins if pk != membership.pk]:
             raise serializers.ValidationError({"role": ["a team keeps at least one admin"]})
 
     def perform_create(self, serializer: Any) -> None:
@@ -119,6 +124,9 @@ class MemberViewSet(
         from scenarios import services
 
         with transaction.atomic():
+            Team.objects.select_for_update().get(
+                pk=serializer.instance.team_id
+            )  # one member change at a time
             membership = Membership.objects.select_for_update().get(pk=serializer.instance.pk)
             role = serializer.validated_data.get("role", membership.role)
             self._refuse_losing_last_admin(membership, role)
@@ -126,6 +134,7 @@ class MemberViewSet(
 
     def perform_destroy(self, instance: Membership) -> None:
         with transaction.atomic():
+            Team.objects.select_for_update().get(pk=instance.team_id)  # one member change at a time
             membership = Membership.objects.select_for_update().get(pk=instance.pk)
             self._refuse_losing_last_admin(membership, None)
             # Tokens restricted to this team stop working for the removed member.
