@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 PYTHON_READ = re.compile(
-    r"""(?:\benv_(?:str|int|bool|list|float)|\b_int|\b_setting_int|os\.environ\.get|os\.getenv)\(\s*["']([A-Z][A-Z0-9_]+)["']"""
+    r"""(?:\benv_(?:str|int|bool|list|float|rate|choice)|\b_int|\b_setting_int|os\.environ\.get|os\.getenv)\(\s*["']([A-Z][A-Z0-9_]+)["']"""
     r"""|os\.environ\[["']([A-Z][A-Z0-9_]+)["']\](?!\s*=[^=])"""
 )
 SHELL_READ = re.compile(r"\$\{([A-Z][A-Z0-9_]+)(?::-[^}]*)?\}")
