@@ -30,3 +30,36 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[list[int]]]:
 
     monkeypatch.setattr(execute, "enqueue_runs", record)
     yield calls
+
+
+@pytest.fixture
+def chunks_sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, str]]:
+    """Record the chunk tasks a sweep start fans out instead of sending them."""
+    from scenarios.jobs import sweep
+
+    calls: list[tuple[int, int, str]] = []
+
+    def send_chunks(*, run_id: int, chunks: Any, input_hash: str) -> None:
+        calls.extend((run_id, chunk, input_hash) for chunk in chunks)
+
+    monkeypatch.setattr(sweep, "send_chunks", send_chunks)
+    return calls
+
+
+@pytest.fixture
+def starts_sent(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record the search and sweep starts sent instead of sending them."""
+    from scenarios.jobs import requests
+
+    calls: list[int] = []
+    monkeypatch.setattr(requests, "send_start", calls.append)
+    return calls
+
+
+@pytest.fixture
+def feed_dir(tmp_path: Any, settings: Any) -> Any:
+    """A directory price feeds may read (PRICE_FEED_DIRS), empty."""
+    directory = tmp_path / "feeds"
+    directory.mkdir()
+    settings.PRICE_FEED_DIRS = [str(directory)]
+    return directory

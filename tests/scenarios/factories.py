@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import uuid
 from typing import Any
 
 CLUSTER_H100: dict[str, Any] = {"accelerator": "h100-sxm", "gpus": 64, "gpus_per_node": 8}
@@ -86,3 +87,10 @@ def training_with_tokens(total_tokens: float) -> dict[str, Any]:
     training = copy.deepcopy(TRAINING)
     training["total_tokens"] = total_tokens
     return training
+
+
+def new_claim() -> Any:
+    """A claim of a delivery of its own (a new task id), as each message a worker takes has."""
+    from scenarios.execution import Claim
+
+    return Claim(task_id=str(uuid.uuid4()), retries=0, worker="pytest")

@@ -99,14 +99,6 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def feed_dir(tmp_path: Path, settings: Any) -> Path:
-    directory = tmp_path / "feeds"
-    directory.mkdir()
-    settings.PRICE_FEED_DIRS = [str(directory)]
-    return directory
-
-
 def team_dir(feed_dir: Path, team: Any) -> Path:
     """The team's own directory of PRICE_FEED_DIRS (``<dir>/<team slug>/``), the only one its feeds read."""
     directory = feed_dir / team.slug

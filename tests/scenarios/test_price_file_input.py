@@ -17,14 +17,6 @@ from tests.scenarios.factories import make_team
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def feed_dir(tmp_path: Path, settings: Any) -> Path:
-    directory = tmp_path / "feeds"
-    directory.mkdir()
-    settings.PRICE_FEED_DIRS = [str(directory)]
-    return directory
-
-
 def _team_feed(feed_dir: Path, name: str, body: str) -> Any:
     team = make_team()
     directory = feed_dir / team.slug

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import re
-import uuid
 from typing import Any
 
 import pytest
@@ -13,11 +12,11 @@ from django.core.exceptions import ValidationError
 
 from scenarios import execution, search_jobs, services
 from scenarios.execution import Claim
-from scenarios.jobs import requests, search, sweep
+from scenarios.jobs import requests, search
 from scenarios.models import Result, Run, SweepChunk
 from scenarios.runs import claims
 from tests.conftest import wait_for, wait_until_ready
-from tests.scenarios.factories import make_plan, make_scenario, make_team
+from tests.scenarios.factories import make_plan, make_scenario, make_team, new_claim
 
 # A narrow layout space keeps each point's search to a few hundred layouts.
 SPACE: dict[str, Any] = {"tp": [1, 2, 4], "cp": [1], "pp": [1, 2], "microbatch_seqs": [1, 2]}
@@ -42,29 +41,6 @@ HUGE_SPACE: dict[str, Any] = {"microbatch_seqs": [1, 2, 4, 8, 16, 32, 64, 128, 2
 
 def _messages(exc: ValidationError) -> dict[str, list[str]]:
     return {key: [str(m) for m in value] for key, value in exc.message_dict.items()}
-
-
-@pytest.fixture
-def chunks_sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, str]]:
-    """Record the chunk tasks a sweep start fans out instead of sending them."""
-    calls: list[tuple[int, int, str]] = []
-
-    def send_chunks(*, run_id: int, chunks: Any, input_hash: str) -> None:
-        calls.extend((run_id, chunk, input_hash) for chunk in chunks)
-
-    monkeypatch.setattr(sweep, "send_chunks", send_chunks)
-    return calls
-
-
-@pytest.fixture
-def starts_sent(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    monkeypatch.setattr(requests, "send_start", calls.append)
-    return calls
-
-
-def _claim() -> Claim:
-    return Claim(task_id=str(uuid.uuid4()), retries=0, worker="pytest")
 
 
 # --- Limits and validation, before anything is queued ------------------------------------------------
@@ -190,7 +166,7 @@ def test_a_search_run_stores_a_versioned_result_apart_from_the_solve(
         )
     assert run.kind == "search" and run.status == "queued" and run.points_total > 0
     assert sent[-1] == [run.pk]  # the solve's path: scenarios.execute_run
-    outcome = execution.run_execute(run_id=run.pk, claim=_claim())
+    outcome = execution.run_execute(run_id=run.pk, claim=new_claim())
     run.refresh_from_db()
     assert (outcome.status, run.status) == ("succeeded", "succeeded"), run.error
     assert 0 < run.points_done == run.points_total
@@ -208,12 +184,12 @@ def test_a_search_run_stores_a_versioned_result_apart_from_the_solve(
         run_id=search_jobs.search_request(
             plan=plan, user=None, objective="usd_per_million_tokens", space=SPACE
         ).pk,
-        claim=_claim(),
+        claim=new_claim(),
     )
     assert (again.result_id, again.created) == (result.pk, False)
     other = execution.run_execute(
         run_id=search_jobs.search_request(plan=plan, user=None, objective="step_s", space=SPACE).pk,
-        claim=_claim(),
+        claim=new_claim(),
     )
     assert other.created and other.result_id != result.pk
 
@@ -234,7 +210,7 @@ def test_search_progress_is_written_while_the_engine_runs(sent, monkeypatch) -> 
     monkeypatch.setattr(claims, "run_progress", spy)
     plan = make_plan(team=make_team())
     run = search_jobs.search_request(plan=plan, user=None, space=SPACE)
-    assert execution.run_execute(run_id=run.pk, claim=_claim()).status == "succeeded"
+    assert execution.run_execute(run_id=run.pk, claim=new_claim()).status == "succeeded"
     assert len(seen) >= 3
     done = [d for d, _ in seen]
     assert done == sorted(done) and done[0] < seen[0][1] and done[-1] == seen[-1][1]
@@ -261,13 +237,13 @@ def test_sweep_chunks_in_any_order_and_twice_are_counted_once(
     with django_capture_on_commit_callbacks(execute=True):
         run = _sweep(plan, settings)
     assert starts_sent == [run.pk] and run.points_total == POINTS and run.params["chunk_points"] == 2
-    assert search_jobs.sweep_begin(run_id=run.pk, claim=_claim()) == "started"
+    assert search_jobs.sweep_begin(run_id=run.pk, claim=new_claim()) == "started"
     assert [c[1] for c in chunks_sent] == list(range(POINTS // 2))
     order = list(chunks_sent) + random.Random(7).sample(chunks_sent, 3)  # three redelivered
     random.Random(1).shuffle(order)
     progress: list[int] = []
     for run_id, chunk, input_hash in order:
-        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=_claim())
+        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=new_claim())
         progress.append(Run.objects.get(pk=run.pk).points_done)
     run.refresh_from_db()
     assert run.status == "succeeded", run.error
@@ -299,7 +275,7 @@ def test_sweep_chunks_in_any_order_and_twice_are_counted_once(
     assert search_jobs.sweep_finish(run_id=run.pk) == "succeeded"
     run_id, chunk, input_hash = chunks_sent[0]
     assert (
-        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=_claim())
+        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=new_claim())
         == "finished"
     )
     assert Result.objects.filter(plan=plan).count() == 1
@@ -309,9 +285,9 @@ def test_sweep_chunks_in_any_order_and_twice_are_counted_once(
 def _run_sweep_in_process(plan: Any, axes: list[dict[str, Any]], chunks_sent: list[Any]) -> Result:
     """Queue a sweep of ``plan`` and run its start and every chunk in this process; its stored result."""
     run = search_jobs.sweep_request(plan=plan, user=None, axes=axes, space=SPACE)
-    assert search_jobs.sweep_begin(run_id=run.pk, claim=_claim()) == "started"
+    assert search_jobs.sweep_begin(run_id=run.pk, claim=new_claim()) == "started"
     for run_id, chunk, input_hash in list(chunks_sent):
-        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=_claim())
+        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=new_claim())
     run.refresh_from_db()
     assert run.status == "succeeded", run.error
     return Result.objects.get(runs=run)
@@ -414,9 +390,9 @@ def test_a_chunk_whose_worker_is_lost_every_time_fails_the_run_at_the_cap(
     settings, starts_sent, chunks_sent
 ) -> None:
     run = _sweep(make_plan(team=make_team()), settings)
-    search_jobs.sweep_begin(run_id=run.pk, claim=_claim())
+    search_jobs.sweep_begin(run_id=run.pk, claim=new_claim())
     run_id, chunk, input_hash = chunks_sent[0]
-    delivery = _claim()
+    delivery = new_claim()
     kwargs = {"run_id": run_id, "chunk": chunk, "input_hash": input_hash}
     assert search_jobs.chunk_claim(**kwargs, claim=delivery) == "go"
     # Our own retry after a database error (same task, next retry count) is not an attempt.
@@ -426,7 +402,7 @@ def test_a_chunk_whose_worker_is_lost_every_time_fails_the_run_at_the_cap(
     assert search_jobs.chunk_claim(**kwargs, claim=Claim(delivery.task_id, 1)) == "capped"
     run.refresh_from_db()
     assert run.status == "failed" and f"points chunk {chunk}" in run.error and "gave up after 3" in run.error
-    assert search_jobs.chunk_claim(**kwargs, claim=_claim()) == "finished"
+    assert search_jobs.chunk_claim(**kwargs, claim=new_claim()) == "finished"
 
 
 @pytest.mark.django_db
@@ -436,19 +412,19 @@ def test_a_chunk_is_a_row_claimed_like_a_run(settings, starts_sent, chunks_sent)
     from django.utils import timezone
 
     run = _sweep(make_plan(team=make_team()), settings)
-    search_jobs.sweep_begin(run_id=run.pk, claim=_claim())
+    search_jobs.sweep_begin(run_id=run.pk, claim=new_claim())
     assert SweepChunk.objects.filter(run=run).count() == POINTS // 2 == len(chunks_sent)
     run_id, chunk, input_hash = chunks_sent[0]
     kwargs = {"run_id": run_id, "chunk": chunk, "input_hash": input_hash}
-    holder = _claim()
+    holder = new_claim()
     assert search_jobs.chunk_claim(**kwargs, claim=holder) == "go"
     # Another delivery of the same chunk while its holder lives: not solved twice.
-    assert search_jobs.chunk_claim(**kwargs, claim=_claim()) == "busy"
+    assert search_jobs.chunk_claim(**kwargs, claim=new_claim()) == "busy"
     row = SweepChunk.objects.get(run=run, index=chunk)
     assert (row.status, row.attempts, row.claim_task_id) == ("running", 1, holder.task_id)
     # The holder died: once its lease expired, the next delivery takes it (a second attempt).
     SweepChunk.objects.filter(pk=row.pk).update(lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
-    assert search_jobs.chunk_claim(**kwargs, claim=_claim()) == "go"
+    assert search_jobs.chunk_claim(**kwargs, claim=new_claim()) == "go"
     assert SweepChunk.objects.get(pk=row.pk).attempts == 2
 
 
@@ -459,7 +435,7 @@ def test_the_data_migration_turns_json_chunks_into_rows(settings, starts_sent, c
     from django.apps import apps
 
     run = _sweep(make_plan(team=make_team()), settings)
-    search_jobs.sweep_begin(run_id=run.pk, claim=_claim())
+    search_jobs.sweep_begin(run_id=run.pk, claim=new_claim())
     job = Run.objects.get(pk=run.pk).params["job"]
     rows = [{"index": 0, "point": {}}, {"index": 1, "point": {}}]
     old_job = {**job, "chunks": {"0": rows}, "claims": {"0": {"task": "t", "retries": 0, "attempts": 2}}}
@@ -477,10 +453,11 @@ def test_the_data_migration_turns_json_chunks_into_rows(settings, starts_sent, c
 @pytest.mark.django_db
 def test_a_chunk_sent_for_other_inputs_changes_nothing(settings, starts_sent, chunks_sent) -> None:
     run = _sweep(make_plan(team=make_team()), settings)
-    search_jobs.sweep_begin(run_id=run.pk, claim=_claim())
+    search_jobs.sweep_begin(run_id=run.pk, claim=new_claim())
     run_id, chunk, _ = chunks_sent[0]
     assert (
-        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash="0" * 64, claim=_claim()) == "stale"
+        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash="0" * 64, claim=new_claim())
+        == "stale"
     )
     assert Run.objects.get(pk=run.pk).points_done == 0
 
@@ -488,10 +465,10 @@ def test_a_chunk_sent_for_other_inputs_changes_nothing(settings, starts_sent, ch
 @pytest.mark.django_db
 def test_a_sweep_start_delivered_twice_sends_only_missing_chunks(settings, starts_sent, chunks_sent) -> None:
     run = _sweep(make_plan(team=make_team()), settings)
-    first = _claim()
+    first = new_claim()
     search_jobs.sweep_begin(run_id=run.pk, claim=first)
     sent_first = list(chunks_sent)
-    search_jobs.chunk_execute(run_id=run.pk, chunk=0, input_hash=sent_first[0][2], claim=_claim())
+    search_jobs.chunk_execute(run_id=run.pk, chunk=0, input_hash=sent_first[0][2], claim=new_claim())
     chunks_sent.clear()
     # The same message again after its worker died: a new attempt, the same frozen inputs.
     assert search_jobs.sweep_begin(run_id=run.pk, claim=first) == "started"
@@ -507,15 +484,15 @@ def test_a_sweep_resent_by_the_sweeper_finishes_in_one_worker_keeping_recorded_c
 ) -> None:
     plan = make_plan(team=make_team())
     run = _sweep(plan, settings)
-    search_jobs.sweep_begin(run_id=run.pk, claim=_claim())
+    search_jobs.sweep_begin(run_id=run.pk, claim=new_claim())
     for run_id, chunk, input_hash in chunks_sent[:2]:
-        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=_claim())
+        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=new_claim())
     claims_before = {str(c.index): c.rows for c in SweepChunk.objects.filter(run=run, status="succeeded")}
     assert len(claims_before) == 2
     # The lease expired (chunks queued behind other work): the sweeper puts the run back and sends it
     # through scenarios.execute_run, which runs the sweep executor.
     Run.objects.filter(pk=run.pk).update(status="queued", claim_task_id="")
-    outcome = execution.run_execute(run_id=run.pk, claim=_claim())
+    outcome = execution.run_execute(run_id=run.pk, claim=new_claim())
     run.refresh_from_db()
     assert (outcome.status, run.status) == ("succeeded", "succeeded"), run.error
     assert run.points_done == POINTS and run.attempts == 2

@@ -5,48 +5,24 @@ SWEEP_CHUNK_LAYOUTS layouts, and a sweep no point of which could be searched is 
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
 
 from scenarios import search_jobs, services
-from scenarios.execution import Claim
-from scenarios.jobs import requests, sweep
+from scenarios.jobs import requests
 from scenarios.models import Result, Run
-from tests.scenarios.factories import make_plan, make_team
+from tests.scenarios.factories import make_plan, make_team, new_claim
 
 SPACE: dict[str, Any] = {"tp": [1, 2, 4], "cp": [1], "pp": [1, 2], "microbatch_seqs": [1, 2]}
-
-
-@pytest.fixture
-def chunks_sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, str]]:
-    calls: list[tuple[int, int, str]] = []
-
-    def send_chunks(*, run_id: int, chunks: Any, input_hash: str) -> None:
-        calls.extend((run_id, chunk, input_hash) for chunk in chunks)
-
-    monkeypatch.setattr(sweep, "send_chunks", send_chunks)
-    return calls
-
-
-@pytest.fixture
-def starts_sent(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-    monkeypatch.setattr(requests, "send_start", calls.append)
-    return calls
-
-
-def _claim() -> Claim:
-    return Claim(task_id=str(uuid.uuid4()), retries=0, worker="pytest")
 
 
 def _run_sweep(plan: Any, axes: list[dict[str, Any]], chunks_sent: list[Any]) -> Result:
     chunks_sent.clear()
     run = search_jobs.sweep_request(plan=plan, user=None, axes=axes, space=SPACE)
-    assert search_jobs.sweep_begin(run_id=run.pk, claim=_claim()) == "started"
+    assert search_jobs.sweep_begin(run_id=run.pk, claim=new_claim()) == "started"
     for run_id, chunk, input_hash in list(chunks_sent):
-        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=_claim())
+        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=new_claim())
     run.refresh_from_db()
     assert run.status == "succeeded", run.error
     return Result.objects.get(runs=run)
