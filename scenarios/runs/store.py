@@ -128,7 +128,7 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
         solvers_of = {
             item.run.pk: str(item.report.get("solver_version") or SOLVER_VERSION) for item in solved
         }
-        locked = (
+        locked = list(
             Plan.objects.select_for_update()
             .filter(pk__in=plan_ids)
             .order_by("pk")
