@@ -39,11 +39,13 @@ TRANSIENT_ERRORS = (
 RETRY_OPTIONS: dict[str, Any] = {
     "autoretry_for": TRANSIENT_ERRORS,
     "retry_backoff": 1,
-    "retry_backoff_max": 30,
+    # A retry waits at most half a run's lease, so the lease it renewed last (a third of a lease before at
+    # most) still holds when it comes back: the sweeper does not take the run for lost while it waits.
+    "retry_backoff_max": max(1, int(settings.RUN_LEASE_S) // 2),
     "retry_jitter": True,
-    # Transient errors are retried for about ten minutes; attempts lost to dead workers are capped in the
-    # database (Run.max_attempts), not here.
-    "max_retries": 25,
+    # Transient errors are retried for about ten minutes (60 waits of at most ten seconds at the default
+    # lease); attempts lost to dead workers are capped in the database (Run.max_attempts), not here.
+    "max_retries": 60,
 }
 
 
