@@ -94,3 +94,23 @@ def new_claim() -> Any:
     from scenarios.execution import Claim
 
     return Claim(task_id=str(uuid.uuid4()), retries=0, worker="pytest")
+
+
+# A small search space of Llama 3 8B's layouts (12 of them), for searches and sweeps run in a test.
+SPACE: dict[str, Any] = {"tp": [1, 2, 4], "cp": [1], "pp": [1, 2], "microbatch_seqs": [1, 2]}
+
+
+def run_sweep_in_process(plan: Any, axes: list[dict[str, Any]], chunks_sent: list[Any]) -> Any:
+    """Queue a sweep of ``plan`` over ``SPACE`` and run its start and every chunk in this process (the
+    ``chunks_sent`` fixture records the chunks); its stored result."""
+    from scenarios import search_jobs
+    from scenarios.models import Result
+
+    chunks_sent.clear()
+    run = search_jobs.sweep_request(plan=plan, user=None, axes=axes, space=SPACE)
+    assert search_jobs.sweep_begin(run_id=run.pk, claim=new_claim()) == "started"
+    for run_id, chunk, input_hash in list(chunks_sent):
+        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=new_claim())
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error
+    return Result.objects.get(runs=run)

@@ -16,10 +16,16 @@ from scenarios.jobs import requests, search
 from scenarios.models import Result, Run, SweepChunk
 from scenarios.runs import claims
 from tests.conftest import wait_for, wait_until_ready
-from tests.scenarios.factories import make_plan, make_scenario, make_team, new_claim
+from tests.scenarios.factories import (
+    SPACE,
+    make_plan,
+    make_scenario,
+    make_team,
+    new_claim,
+    run_sweep_in_process,
+)
 
 # A narrow layout space keeps each point's search to a few hundred layouts.
-SPACE: dict[str, Any] = {"tp": [1, 2, 4], "cp": [1], "pp": [1, 2], "microbatch_seqs": [1, 2]}
 AXES: list[dict[str, Any]] = [
     {"field": "cluster.gpus", "values": [32, 64]},
     {"field": "site.region", "values": ["quebec", "virginia"]},
@@ -282,17 +288,6 @@ def test_sweep_chunks_in_any_order_and_twice_are_counted_once(
     assert Run.objects.get(pk=run.pk).points_done == POINTS
 
 
-def _run_sweep_in_process(plan: Any, axes: list[dict[str, Any]], chunks_sent: list[Any]) -> Result:
-    """Queue a sweep of ``plan`` and run its start and every chunk in this process; its stored result."""
-    run = search_jobs.sweep_request(plan=plan, user=None, axes=axes, space=SPACE)
-    assert search_jobs.sweep_begin(run_id=run.pk, claim=new_claim()) == "started"
-    for run_id, chunk, input_hash in list(chunks_sent):
-        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=new_claim())
-    run.refresh_from_db()
-    assert run.status == "succeeded", run.error
-    return Result.objects.get(runs=run)
-
-
 def _solve_point(plan: Any, row: dict[str, Any]) -> dict[str, Any]:
     """What a solve of the plan's document with the point's fields set, priced by the plan's books, at the
     point's best layout gives (``/solve/`` applies no price book, so this prices the document first)."""
@@ -323,7 +318,7 @@ def test_a_node_sweep_of_a_priced_plan_rederives_the_accelerator_and_its_price(
     )
     plan = make_plan(team=team, cluster_doc={"node": "dgx-h100", "gpus": 64})
     with django_capture_on_commit_callbacks(execute=True):
-        result = _run_sweep_in_process(
+        result = run_sweep_in_process(
             plan,
             [{"field": "cluster.node", "values": ["dgx-a100-80gb", "dgx-h100", "dgx-b200"]}],
             chunks_sent,
@@ -358,7 +353,7 @@ def test_a_region_sweep_bills_every_region_at_its_own_price(
     )
     plan = make_plan(team=team)
     with django_capture_on_commit_callbacks(execute=True):
-        result = _run_sweep_in_process(
+        result = run_sweep_in_process(
             plan, [{"field": "site.region", "values": ["quebec", "virginia", "iceland"]}], chunks_sent
         )
     rows = result.report["rows"]
@@ -380,7 +375,7 @@ def test_a_field_the_plan_states_by_value_is_kept_and_named_in_the_row(
         team=make_team(), cluster_doc={"node": "dgx-h100", "accelerator": "h100-sxm", "gpus": 64}
     )
     with django_capture_on_commit_callbacks(execute=True):
-        result = _run_sweep_in_process(plan, [{"field": "cluster.node", "values": ["dgx-b200"]}], chunks_sent)
+        result = run_sweep_in_process(plan, [{"field": "cluster.node", "values": ["dgx-b200"]}], chunks_sent)
     (row,) = result.report["rows"]
     assert row["pinned"][0]["field"] == "cluster.accelerator" and row["pinned"][0]["value"] == "h100-sxm"
 

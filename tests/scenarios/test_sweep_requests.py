@@ -5,27 +5,12 @@ SWEEP_CHUNK_LAYOUTS layouts, and a sweep no point of which could be searched is 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from scenarios import search_jobs, services
 from scenarios.jobs import requests
 from scenarios.models import Result, Run
-from tests.scenarios.factories import make_plan, make_team, new_claim
-
-SPACE: dict[str, Any] = {"tp": [1, 2, 4], "cp": [1], "pp": [1, 2], "microbatch_seqs": [1, 2]}
-
-
-def _run_sweep(plan: Any, axes: list[dict[str, Any]], chunks_sent: list[Any]) -> Result:
-    chunks_sent.clear()
-    run = search_jobs.sweep_request(plan=plan, user=None, axes=axes, space=SPACE)
-    assert search_jobs.sweep_begin(run_id=run.pk, claim=new_claim()) == "started"
-    for run_id, chunk, input_hash in list(chunks_sent):
-        search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=new_claim())
-    run.refresh_from_db()
-    assert run.status == "succeeded", run.error
-    return Result.objects.get(runs=run)
+from tests.scenarios.factories import SPACE, make_plan, make_team, run_sweep_in_process
 
 
 @pytest.mark.django_db
@@ -42,7 +27,7 @@ def test_a_sweep_after_the_plan_pins_a_field_is_not_answered_with_the_unpinned_r
     plan = make_plan(team=team, cluster_doc={"node": "dgx-h100", "gpus": 64})
     axes = [{"field": "cluster.node", "values": ["dgx-b200"]}]
     with django_capture_on_commit_callbacks(execute=True):
-        first = _run_sweep(plan, axes, chunks_sent)
+        first = run_sweep_in_process(plan, axes, chunks_sent)
     assert "pinned" not in first.report["rows"][0]
 
     # The plan now states the accelerator by value (a new revision of its cluster scenario).
@@ -56,7 +41,7 @@ def test_a_sweep_after_the_plan_pins_a_field_is_not_answered_with_the_unpinned_r
     )
     assert alone["rows"][0]["pinned"][0]["field"] == "cluster.accelerator"  # what this plan's sweep gives
     with django_capture_on_commit_callbacks(execute=True):
-        second = _run_sweep(plan, axes, chunks_sent)
+        second = run_sweep_in_process(plan, axes, chunks_sent)
     row = second.report["rows"][0]
     assert second.pk != first.pk, "the run was answered with the result of the plan's earlier inputs"
     assert row["best"]["metrics"]["step_s"] == alone["rows"][0]["best"]["metrics"]["step_s"]
@@ -84,7 +69,9 @@ def test_a_region_sweep_point_at_the_plans_own_region_is_billed_like_the_plans_s
     assert solved.result_id is not None
     solve_report = Result.objects.get(pk=solved.result_id).report
     with django_capture_on_commit_callbacks(execute=True):
-        result = _run_sweep(plan, [{"field": "site.region", "values": ["quebec", "virginia"]}], chunks_sent)
+        result = run_sweep_in_process(
+            plan, [{"field": "site.region", "values": ["quebec", "virginia"]}], chunks_sent
+        )
     row = result.report["rows"][0]
     assert row["point"] == {"site.region": "quebec"}
     # The plan's solve bills the site's own price ...
