@@ -160,6 +160,15 @@ def _pinned_url(target: Target, address: str) -> str:
     return urlunsplit((parts.scheme, f"{literal}:{target.port}", parts.path or "/", parts.query, ""))
 
 
+def _time_left(deadline: float, timeout: float | None, error: type[Exception]) -> float:
+    """The seconds a socket operation may take: its own time-out, cut to what is left before ``deadline``;
+    raises ``error`` (an httpcore time-out) once the deadline has passed."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise error("the request took longer than its time limit")
+    return left if timeout is None else min(timeout, left)
+
+
 class _DeadlineStream(httpcore.NetworkStream):
     """A connection whose every read, write and TLS handshake ends by the request's deadline."""
 
@@ -168,10 +177,7 @@ class _DeadlineStream(httpcore.NetworkStream):
         self._deadline = deadline
 
     def _left(self, timeout: float | None, error: type[Exception]) -> float:
-        left = self._deadline - time.monotonic()
-        if left <= 0:
-            raise error("the request took longer than its time limit")
-        return left if timeout is None else min(timeout, left)
+        return _time_left(self._deadline, timeout, error)
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         return self._stream.read(max_bytes, self._left(timeout, httpcore.ReadTimeout))
@@ -206,10 +212,7 @@ class _DeadlineBackend(httpcore.SyncBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
-        left = self._deadline - time.monotonic()
-        if left <= 0:
-            raise httpcore.ConnectTimeout("the request took longer than its time limit")
-        timeout = left if timeout is None else min(timeout, left)
+        timeout = _time_left(self._deadline, timeout, httpcore.ConnectTimeout)
         stream = super().connect_tcp(host, port, timeout, local_address, socket_options)
         return _DeadlineStream(stream, self._deadline)
 
