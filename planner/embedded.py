@@ -50,6 +50,8 @@ PG_SYSTEM_USER = "planner-pg"
 DATABASE_NAME = "planner"
 SUPERUSER = "postgres"
 OWNER_ROLE = "planner_owner"
+# The test session's Redis database on the embedded server; the service keeps database 0.
+TEST_REDIS_DATABASE = 1
 APP_ROLE = "planner_app"
 REDIS_SECRET = "redis"
 SECRETS = (SUPERUSER, OWNER_ROLE, APP_ROLE, REDIS_SECRET)
@@ -93,7 +95,11 @@ class EmbeddedServers:
 
     @property
     def redis_url(self) -> str:
-        return f"redis://:{self.secret(REDIS_SECRET)}@127.0.0.1:{self.redis_port}/0"
+        """The service's Redis database (0)."""
+        return self.redis_database_url(0)
+
+    def redis_database_url(self, index: int) -> str:
+        return f"redis://:{self.secret(REDIS_SECRET)}@127.0.0.1:{self.redis_port}/{index}"
 
 
 def default_servers() -> EmbeddedServers:
@@ -465,12 +471,15 @@ def environment(servers: EmbeddedServers, *, owner: bool = False) -> dict[str, s
 
     The service connects as the application role and migrates as the owner. With ``owner`` the service
     itself connects as the owner (the test session: Django creates and migrates a test database) and
-    migrations grant the application role its rights there (``DATABASE_APP_ROLE``)."""
+    migrations grant the application role its rights there (``DATABASE_APP_ROLE``), and it takes Redis
+    database ``TEST_REDIS_DATABASE``, not the service's: a test session run beside ``./dev up`` shares no
+    queue, heartbeat or throttle counter with it (pytest-xdist workers count up from there,
+    ``tests/conftest.py``)."""
     if owner:
         return {
             "DATABASE_URL": servers.migrate_database_url,
             "DATABASE_APP_ROLE": APP_ROLE,
-            "REDIS_URL": servers.redis_url,
+            "REDIS_URL": servers.redis_database_url(TEST_REDIS_DATABASE),
         }
     return {
         "DATABASE_URL": servers.database_url,

@@ -62,14 +62,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def redis_url_for_worker(url: str, worker: str) -> str:
     """The Redis database of one pytest-xdist worker: the configured index plus the worker's number (gw0 keeps
-    it), modulo Redis's 16 databases. Each worker also gets its own PostgreSQL test database (pytest-django
+    it), wrapping round within the configured index and Redis's 16 databases, so that no worker takes a
+    database below the configured one (``./dev test`` configures 1, ``planner.embedded.TEST_REDIS_DATABASE``:
+    database 0 is the service's). Each worker also gets its own PostgreSQL test database (pytest-django
     appends ``_gw<N>``) and its own Celery queue (TEST_QUEUE), so parallel workers share no state: not the
     heartbeat set /healthz reads, not the throttling counters in the cache."""
     from urllib.parse import urlsplit, urlunsplit
 
     parts = urlsplit(url)
-    base = int(parts.path.strip("/") or 0)
-    return urlunsplit(parts._replace(path=f"/{(base + int(worker.removeprefix('gw'))) % 16}"))
+    base = int(parts.path.strip("/") or 0) % REDIS_DATABASES
+    index = base + int(worker.removeprefix("gw")) % (REDIS_DATABASES - base)
+    return urlunsplit(parts._replace(path=f"/{index}"))
+
+
+REDIS_DATABASES = 16  # a Redis server's default number of databases
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -156,3 +156,27 @@ def test_migrate_runs_as_owner_and_grants_the_app_role(
         assert conn.execute("SELECT count(*) FROM django_migrations").fetchone()[0] > 10  # type: ignore[index]
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("ALTER TABLE scenarios_result DISABLE TRIGGER ALL")
+
+
+def test_the_test_session_takes_its_own_redis_database(servers: embedded.EmbeddedServers) -> None:
+    """``./dev test`` beside ``./dev up`` on the same embedded Redis: the service keeps database 0, the test
+    session (``embedded env --owner``) and every one of its pytest-xdist workers another."""
+    from tests.conftest import redis_url_for_worker
+
+    service = embedded.environment(servers)["REDIS_URL"]
+    tests = embedded.environment(servers, owner=True)["REDIS_URL"]
+    assert service.endswith("/0")
+    assert tests.endswith(f"/{embedded.TEST_REDIS_DATABASE}") and embedded.TEST_REDIS_DATABASE != 0
+    workers = {redis_url_for_worker(tests, f"gw{n}").rsplit("/", 1)[1] for n in range(40)}
+    assert "0" not in workers and workers == {str(i) for i in range(1, 16)}
+    assert redis.Redis.from_url(tests).ping()
+
+
+def test_worker_databases_wrap_within_the_configured_one() -> None:
+    from tests.conftest import redis_url_for_worker
+
+    assert redis_url_for_worker("redis://h:1/0", "gw0") == "redis://h:1/0"
+    assert redis_url_for_worker("redis://h:1/0", "gw17") == "redis://h:1/1"
+    assert redis_url_for_worker("redis://h:1/14", "gw1") == "redis://h:1/15"
+    assert redis_url_for_worker("redis://h:1/14", "gw2") == "redis://h:1/14"
+    assert redis_url_for_worker("redis://:pw@h:1", "gw3") == "redis://:pw@h:1/3"
