@@ -30,7 +30,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +64,7 @@ from scenarios.price_files import CSV_BOOLEANS as CSV_BOOLEANS
 from scenarios.price_files import CSV_REQUIRED as CSV_REQUIRED
 from scenarios.price_files import PriceFileError as PriceFileError
 from scenarios.price_files import detect_format as detect_format
+from scenarios.price_files import entry_error_lines
 from scenarios.price_files import price_file_parse as price_file_parse
 
 POLL_TASK = "scenarios.poll_price_feed"
@@ -78,23 +78,13 @@ BOOK_SOURCE_MAX = 500  # PriceBook.source
 
 # --- Polling --------------------------------------------------------------------------------------------
 
-_ENTRY_PATH = re.compile(r"^entries\[(\d+)\](?:\.(.+))?$")
 
-
-def row_errors(exc: ValidationError) -> list[str]:
-    """A publish's refusal as lines naming the row (1 = the first entry; in a CSV the line after the header)
-    and the field: ``entries[2].value: must be ...`` becomes ``row 3: value: must be ...``."""
+def row_errors(exc: ValidationError, lines: tuple[int, ...] | None = None) -> list[str]:
+    """A publish's refusal as lines naming the row (1 = the first entry), its line for a CSV, and the field:
+    ``entries[2].value: must be ...`` becomes ``row 3 (line 5): value: must be ...``."""
     if not hasattr(exc, "error_dict"):
         return [str(message) for message in exc.messages]
-    lines: list[str] = []
-    for field, messages in exc.message_dict.items():
-        match = _ENTRY_PATH.match(field)
-        if match:
-            where = f"row {int(match[1]) + 1}" + (f": {match[2]}" if match[2] else "")
-        else:
-            where = "book" if field == "__all__" else field
-        lines.extend(f"{where}: {message}" for message in messages)
-    return lines
+    return entry_error_lines(exc.message_dict, lines, rows=True)
 
 
 @dataclass(frozen=True)
@@ -182,7 +172,7 @@ def _publish(feed: PriceFeed, fetched: Fetched, retrieved_at: dt.datetime) -> An
         raise _Refused([f"not UTF-8 text (byte {exc.start})"]) from None
     fmt = detect_format(feed.format, source=feed.source, content_type=fetched.content_type, text=text)
     try:
-        entries, meta = price_file_parse(text, fmt)
+        entries, meta, lines = price_file_parse(text, fmt)
     except PriceFileError as exc:
         raise _Refused([f"{fmt}: {exc}"]) from None
     try:
@@ -197,7 +187,7 @@ def _publish(feed: PriceFeed, fetched: Fetched, retrieved_at: dt.datetime) -> An
             fan_out="async",
         )
     except ValidationError as exc:
-        raise _Refused(row_errors(exc)) from None
+        raise _Refused(row_errors(exc, lines)) from None
 
 
 def _save_state(feed: PriceFeed, *, status: str, success: bool, error: str = "") -> None:

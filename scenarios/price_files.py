@@ -9,7 +9,7 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from scenarios.models import (
@@ -45,8 +45,18 @@ def _csv_entry(row: Mapping[str | Any, str | Any]) -> dict[str, Any]:
     return entry
 
 
-def price_file_parse(text: str, fmt: str) -> tuple[list[Any], dict[str, Any]]:
-    """Entries and book-level fields (name, notes, source, mode) of a price file in ``fmt`` ("csv" or "json").
+class PriceFile(NamedTuple):
+    """A price file as read: its entries, its book-level fields (name, notes, source, mode) and, for a CSV,
+    the line of the file each entry ends on (blank lines are skipped and a quoted cell may span lines, so an
+    entry's index alone does not find it in the file)."""
+
+    entries: list[Any]
+    meta: dict[str, Any]
+    lines: tuple[int, ...] | None = None
+
+
+def price_file_parse(text: str, fmt: str) -> PriceFile:
+    """The entries and book-level fields of a price file in ``fmt`` ("csv" or "json").
 
     CSV: a header row naming ``kind,key,value`` and optionally ``unit,source,effective_date,remove``; one entry
     per row. JSON: a list of entries, or ``{"name", "notes", "source", "mode", "entries": [...]}``. Entries are
@@ -58,14 +68,16 @@ def price_file_parse(text: str, fmt: str) -> tuple[list[Any], dict[str, Any]]:
             if missing:
                 raise PriceFileError(f"the CSV header must name the columns {', '.join(missing)}")
             entries = []
+            lines = []
             for row in reader:
                 if None in row:  # more cells than the header names: 25,000 unquoted reads as 25 and 000
                     raise PriceFileError(
-                        f"row {reader.line_num} has more cells than the header names ({', '.join(reader.fieldnames or [])}); "
+                        f"line {reader.line_num} has more cells than the header names ({', '.join(reader.fieldnames or [])}); "
                         'quote a value that holds a comma ("25,000") or write it without one (25000)'
                     )
                 entries.append(_csv_entry(row))
-            return entries, {}
+                lines.append(reader.line_num)
+            return PriceFile(entries, {}, tuple(lines))
         except csv.Error as exc:
             raise PriceFileError(f"not valid CSV ({exc})") from None
     if fmt == PRICE_FEED_FORMAT_JSON:
@@ -76,12 +88,38 @@ def price_file_parse(text: str, fmt: str) -> tuple[list[Any], dict[str, Any]]:
         except RecursionError:
             raise PriceFileError("not valid JSON (nested too deeply)") from None
         if isinstance(data, list):
-            return data, {}
+            return PriceFile(data, {})
         if isinstance(data, dict) and isinstance(data.get("entries"), list):
             meta = {k: data[k] for k in ("name", "notes", "source", "mode") if isinstance(data.get(k), str)}
-            return data["entries"], meta
+            return PriceFile(data["entries"], meta)
         raise PriceFileError("expected a list of entries or an object with an 'entries' list")
     raise PriceFileError(f"unknown format {fmt!r}; csv or json")
+
+
+_ENTRY_PATH = re.compile(r"^entries\[(\d+)\](?:\.(.+))?$")
+
+
+def entry_error_lines(
+    errors: Mapping[str, list[str]], lines: tuple[int, ...] | None, *, rows: bool
+) -> list[str]:
+    """A publish's refusal (``{"entries[2].value": [...]}``) as one line per message, naming where each entry
+    is in the file: with ``rows``, ``row 3: value: ...`` (entries counted from 1), else the service's path
+    ``entries[2].value: ...``; for a CSV, either with the entry's line in the file (``row 3 (line 5): value:
+    ...``, ``entries[2].value (line 5): ...``). Book-level errors (``__all__``) read ``book: ...``."""
+    out: list[str] = []
+    for field, messages in errors.items():
+        match = _ENTRY_PATH.match(field)
+        if match:
+            index = int(match[1])
+            line = f" (line {lines[index]})" if lines is not None and index < len(lines) else ""
+            if rows:
+                where = f"row {index + 1}{line}" + (f": {match[2]}" if match[2] else "")
+            else:
+                where = field + line
+        else:
+            where = "book" if field == "__all__" else field
+        out.extend(f"{where}: {message}" for message in messages)
+    return out
 
 
 def detect_format(declared: str, *, source: str, content_type: str = "", text: str = "") -> str:

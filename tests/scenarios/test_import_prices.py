@@ -53,7 +53,7 @@ def test_json_team_book(tmp_path, sent) -> None:
 def test_errors_name_the_row_and_rule(tmp_path) -> None:
     path = tmp_path / "bad.csv"
     path.write_text("kind,key,value\naccelerator,h100-sxm,cheap\n")
-    with pytest.raises(CommandError, match=r"entries\[0\]\.value: must be a finite number"):
+    with pytest.raises(CommandError, match=r"entries\[0\]\.value \(line 2\): must be a finite number"):
         call_command("import_prices", str(path))
     with pytest.raises(CommandError, match="must name the columns value"):
         (tmp_path / "nohdr.csv").write_text("kind,key\nx,y\n")
@@ -93,6 +93,24 @@ def test_unknown_keys_and_prices_beyond_the_solvers_limits_are_refused(tmp_path)
     with pytest.raises(CommandError) as err:
         call_command("import_prices", str(path))
     text = str(err.value)
-    assert "entries[0].key: unknown region 'quebeck'; did you mean 'quebec'?" in text
-    assert "entries[1].value: must be from 0 to 10 usd_per_kwh" in text
+    assert "entries[0].key (line 2): unknown region 'quebeck'; did you mean 'quebec'?" in text
+    assert "entries[1].value (line 3): must be from 0 to 10 usd_per_kwh" in text
     assert not PriceBook.objects.exists()
+
+
+def test_errors_name_the_line_of_the_file_past_blank_lines_and_quoted_line_breaks(tmp_path) -> None:
+    """An entry's index is not its place in a CSV: blank lines are skipped and a quoted cell may span lines."""
+    path = tmp_path / "gaps.csv"
+    path.write_text(
+        "kind,key,value,source\n\nelectricity,quebec,0.05,\"quote\nspanning two lines\"\n\n\n"
+        "accelerator,h100-sxm,cheap,quote B\n"
+    )
+    with pytest.raises(CommandError) as err:
+        call_command("import_prices", str(path))
+    assert "entries[1].value (line 7): must be a finite number" in str(err.value)
+    assert not PriceBook.objects.exists()
+    # JSON entries have no line of their own: the path alone.
+    as_json = tmp_path / "gaps.json"
+    as_json.write_text('[{"kind": "accelerator", "key": "h100-sxm", "value": "cheap"}]')
+    with pytest.raises(CommandError, match=r"entries\[0\]\.value: must be a finite number"):
+        call_command("import_prices", str(as_json))

@@ -197,17 +197,17 @@ def test_malformed_content_is_refused_whole_and_the_book_stays(feed_dir: Path) -
     path.write_text(BAD_CSV)
     outcome = feeds.poll(feed_id=feed.pk)
     assert outcome.status == "refused"
-    assert outcome.errors[0].startswith("row 3: value: must be a finite number")
+    assert outcome.errors[0].startswith("row 3 (line 4): value: must be a finite number")
     # Nothing of the file was published, not even its two valid rows.
     assert list(PriceBook.objects.filter(team=team)) == [in_force]
     feed.refresh_from_db()
     assert (feed.last_status, feed.last_book_id) == ("refused", in_force.pk)
-    assert feed.last_error.startswith("row 3: value: ")
+    assert feed.last_error.startswith("row 3 (line 4): value: ")
     (event,) = failed_events(feed)
     assert event.team_id == team.pk
     assert event.payload["name"] == "f" and event.payload["source"] == str(path)
     assert event.payload["status"] == "refused"
-    assert event.payload["errors"][0].startswith("row 3: value: must be a finite number")
+    assert event.payload["errors"][0].startswith("row 3 (line 4): value: must be a finite number")
 
     # The same bad file polled again: still refused, no second event.
     assert feeds.poll(feed_id=feed.pk).status == "refused"
@@ -215,7 +215,7 @@ def test_malformed_content_is_refused_whole_and_the_book_stays(feed_dir: Path) -
     # Unknown keys are refused by the same validation, with the closest known key.
     path.write_text("kind,key,value\naccelerator,h100-sxn,18000\n")
     assert feeds.poll(feed_id=feed.pk).errors == (
-        "row 1: key: unknown accelerator 'h100-sxn'; did you mean 'h100-sxm'?",
+        "row 1 (line 2): key: unknown accelerator 'h100-sxn'; did you mean 'h100-sxm'?",
     )
     assert len(failed_events(feed)) == 2
     # Back to the published content: nothing to publish, the feed is healthy again.
@@ -450,7 +450,7 @@ def test_a_global_feeds_failure_event_names_the_feed_and_its_status_only(
     (event,) = failed_events(team_feed)
     assert event.team_id == team.pk
     assert (event.payload["source"], event.payload["status"]) == (str(own), "refused")
-    assert event.payload["errors"][0].startswith("row 3: value: ")
+    assert event.payload["errors"][0].startswith("row 3 (line 4): value: ")
 
 
 # --- URL feeds --------------------------------------------------------------------------------------

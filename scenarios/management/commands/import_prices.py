@@ -22,14 +22,15 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from scenarios.fanout import price_book_fan_out
 from scenarios.feeds import PriceFileError, price_file_parse
 from scenarios.models import PRICE_FEED_FORMAT_CSV, PRICE_FEED_FORMAT_JSON, PRICE_MODE_CHOICES, Team
+from scenarios.price_files import PriceFile, entry_error_lines
 from scenarios.services import PriceBookSummary, price_book_publish, price_book_summary
 
 MODES = tuple(value for value, _ in PRICE_MODE_CHOICES)
 FORMAT_BY_SUFFIX = {".csv": PRICE_FEED_FORMAT_CSV, ".json": PRICE_FEED_FORMAT_JSON}
 
 
-def read_entries(path: Path) -> tuple[list[Any], dict[str, Any]]:
-    """Entries and book-level fields (name, notes, source) from a CSV or JSON file (the format is
+def read_entries(path: Path) -> PriceFile:
+    """Entries, book-level fields (name, notes, source) and CSV lines of a CSV or JSON file (the format is
     ``scenarios.feeds.price_file_parse``'s, which price feeds read too)."""
     fmt = FORMAT_BY_SUFFIX.get(path.suffix.lower())
     if fmt is None:
@@ -73,7 +74,7 @@ class Command(BaseCommand):
         path: Path = options["file"]
         if not path.exists():
             raise CommandError(f"{path}: no such file")
-        entries, meta = read_entries(path)
+        entries, meta, lines = read_entries(path)
         team = None
         if options["team"]:
             team = Team.objects.filter(slug=options["team"]).first()
@@ -91,8 +92,10 @@ class Command(BaseCommand):
                 fan_out="none" if options["fan_out"] == "sync" else options["fan_out"],
             )
         except ValidationError as exc:
-            lines = [f"  {field}: {'; '.join(msgs)}" for field, msgs in exc.message_dict.items()]
-            raise CommandError(f"{path}: the price book was not published:\n" + "\n".join(lines)) from None
+            refusal = entry_error_lines(exc.message_dict, lines, rows=False)
+            raise CommandError(
+                f"{path}: the price book was not published:\n" + "\n".join(f"  {line}" for line in refusal)
+            ) from None
         scope = f"team {team.slug}" if team else "global"
         based_on = f" on v{book.based_on.version}" if book.based_on is not None else ""
         self.stdout.write(
