@@ -30,8 +30,8 @@ def _team_feed(feed_dir: Path, name: str, body: str) -> Any:
 #   thousands separator (25,000) or a decimal comma (0,12) would publish 25 USD or 0 USD/kWh.
 def test_csv_unquoted_thousands_separator_is_refused_not_truncated(tmp_path: Path) -> None:
     path = tmp_path / "prices.csv"
-    path.write_text("kind,key,value\naccelerator,h100-sxm,25,000\nelectricity,quebec,0,12\n")
-    with pytest.raises(CommandError):
+    path.write_text("kind,key,value\n\naccelerator,h100-sxm,25,000\nelectricity,quebec,0,12\n")
+    with pytest.raises(CommandError, match="line 3 has more cells than the header names"):
         call_command("import_prices", str(path), "--fan-out", "none")
     assert not PriceBook.objects.exists(), [
         (e.kind, e.key, e.value) for e in PriceBook.objects.get().entries.all()
