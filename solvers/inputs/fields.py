@@ -51,7 +51,13 @@ from solvers.inputs.rows import (
     MAX_VOCAB,
     MAX_WUE_L_PER_KWH,
     MAX_YEARS,
+    MIN_EFFICIENCY,
+    MIN_HBM_TB_S,
+    MIN_MTTF_H,
+    MIN_PEAK_TFLOPS,
     MIN_PUE,
+    MIN_STORAGE_GB_S,
+    MIN_YEARS,
     choice,
     flag,
     integer,
@@ -148,11 +154,11 @@ FIELDS: tuple[Field, ...] = (
     Field("cluster.accelerator.name", "text", max_len=_TEXT),
     Field("cluster.accelerator.peak_tflops", "object"),
     *(
-        num(f"cluster.accelerator.peak_tflops.{p}", 0, MAX_PEAK_TFLOPS, "TFLOP/s", excl=True)
+        num(f"cluster.accelerator.peak_tflops.{p}", MIN_PEAK_TFLOPS, MAX_PEAK_TFLOPS, "TFLOP/s")
         for p in PRECISIONS
     ),
     num("cluster.accelerator.hbm_gb", 0, MAX_HBM_GB, "GB", excl=True),
-    num("cluster.accelerator.hbm_tb_s", 0, MAX_HBM_TB_S, "TB/s", excl=True),
+    num("cluster.accelerator.hbm_tb_s", MIN_HBM_TB_S, MAX_HBM_TB_S, "TB/s"),
     num("cluster.accelerator.tdp_w", 0, MAX_TDP_W, "W", excl=True),
     num(
         "cluster.accelerator.unit_price_usd",
@@ -173,10 +179,9 @@ FIELDS: tuple[Field, ...] = (
     ),
     num(
         "cluster.accelerator.compute_efficiency",
-        0,
+        MIN_EFFICIENCY,
         1,
         "fraction",
-        excl=True,
         default=float(calibration.GENERIC_COMPUTE_EFFICIENCY[0]),
         source="custom accelerator: the calibration's generic compute efficiency",
     ),
@@ -197,19 +202,17 @@ FIELDS: tuple[Field, ...] = (
     obj("cluster.storage"),
     num(
         "cluster.storage.write_gb_s",
-        0,
+        MIN_STORAGE_GB_S,
         MAX_STORAGE_GB_S,
         "GB/s",
-        excl=True,
         default=500.0,
         source="mlsysim CheckpointModel parallel file-system cap, 500 GB/s (seed 000 §3.2)",
     ),
     num(
         "cluster.storage.per_writer_gb_s",
-        0,
+        MIN_STORAGE_GB_S,
         MAX_STORAGE_GB_S,
         "GB/s",
-        excl=True,
         default=7.0,
         source="effective write rate of one writing node: 988.4 GB / 141.2 s in mlsysim (seed 000 §3.2); "
         "close to the ~7 GB/s sequential write of one data-center NVMe SSD or one 100 GbE client stream",
@@ -217,10 +220,9 @@ FIELDS: tuple[Field, ...] = (
     obj("cluster.reliability"),
     num(
         "cluster.reliability.gpu_mttf_h",
-        0,
+        MIN_MTTF_H,
         MAX_MTTF_H,
         "h",
-        excl=True,
         default=50_000.0,
         source=f"{_SEED000}; CONTRACT.md v1 reliability convention. Llama 3 (Dubey et al. 2024, Table 5) "
         "observed 148 faulty-GPU interruptions in 54 days on 16,384 H100, i.e. ~143,000 GPU-hours per GPU "
@@ -228,19 +230,17 @@ FIELDS: tuple[Field, ...] = (
     ),
     num(
         "cluster.reliability.nic_mttf_h",
-        0,
+        MIN_MTTF_H,
         MAX_MTTF_H,
         "h",
-        excl=True,
         default=150_000.0,
         source=f"{_SEED000}; CONTRACT.md v1",
     ),
     num(
         "cluster.reliability.psu_mttf_h",
-        0,
+        MIN_MTTF_H,
         MAX_MTTF_H,
         "h",
-        excl=True,
         default=100_000.0,
         source=f"{_SEED000}; CONTRACT.md v1",
     ),
@@ -263,9 +263,8 @@ FIELDS: tuple[Field, ...] = (
         "cluster.reliability.other_mttf_h",
         "list",
         "h",
-        0,
+        MIN_MTTF_H,
         MAX_MTTF_H,
-        exclusive_min=True,
         max_items=MAX_OTHER_COMPONENTS,
         default=(),
         source="none: only the components the cluster names are in series (CONTRACT.md v1)",
@@ -370,10 +369,9 @@ FIELDS += (
     ),
     num(
         "economics.amortization_years",
-        0,
+        MIN_YEARS,
         MAX_YEARS,
         "years",
-        excl=True,
         default=3.0,
         source="straight-line over 3 years, mlsysim EconomicsModel (seed 000 §5); CONTRACT.md v1",
     ),
@@ -406,10 +404,9 @@ FIELDS += (
     ),
     num(
         "economics.embodied_lifetime_years",
-        0,
+        MIN_YEARS,
         MAX_YEARS,
         "years",
-        excl=True,
         default=5.0,
         source="service life over which embodied carbon is amortised; CONTRACT.md v1 (accelerator embodied "
         "carbon per unit comes from the accelerator catalog)",

@@ -441,8 +441,17 @@ def parse_model(r: Reader, raw: Any, path: str = PATH) -> tuple[ModelSpec | None
         r.note(join(path, "active_params"), active, "parameters", active_src)
     else:
         active = float(pick("active_params", active_default, active_src))
+    max_params = fields.TABLE["model.params"].maximum
     if r.failed_under(path):
         pass  # the counts of a shape refused above say nothing more
+    elif (
+        params > max_params
+    ):  # derived or shifted (a stated count was held to it above): the document states it
+        r.error(
+            join(path, "params"),
+            f"the shape gives {params:.4g} parameters ({derived_src if not changed else shifted}), above the "
+            f"limit of model.params ({max_params:.0e})",
+        )
     elif active <= 0:
         r.error(join(path, "active_params"), "must be > 0 (the experts outweigh params)")
     elif active > params:

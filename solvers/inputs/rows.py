@@ -55,6 +55,19 @@ MAX_MAINTENANCE_PER_YEAR = 10.0
 MAX_CLOUD_USD_PER_GPU_HOUR = 10_000.0
 MAX_CHECKPOINT_INTERVAL_H = 1e5
 MAX_ZERO_STAGE = 3
+# Lower limits of the quantities the step and the ledger divide by: a rate, a bandwidth, a time between
+# failures or between checkpoints, a service life, an efficiency. A thousandth of the unit is below any real
+# device, link, store, part or contract, and far enough from zero that no figure derived from it overflows to
+# infinity (just above zero, 1e-300 TFLOP/s, the step or the ledger overflowed: a report of infinities, or an
+# internal error instead of the field's name).
+MIN_PEAK_TFLOPS = 1e-3
+MIN_HBM_TB_S = 1e-3
+MIN_BANDWIDTH_GB_S = 1e-3
+MIN_STORAGE_GB_S = 1e-3
+MIN_MTTF_H = 1e-3
+MIN_EFFICIENCY = 1e-3
+MIN_CHECKPOINT_INTERVAL_H = 1e-3
+MIN_YEARS = 1e-3
 
 
 def num(path: str, lo: float, hi: float, unit: str = "", *, excl: bool = False, **kw: Any) -> Field:
@@ -81,7 +94,7 @@ def link(path: str) -> tuple[Field, ...]:
     return (
         obj(path, or_key="FABRICS"),
         Field(f"{path}.preset", "key", catalog="FABRICS", nullable=True),
-        num(f"{path}.bandwidth_gb_s", 0, MAX_BANDWIDTH_GB_S, "GB/s", excl=True),
+        num(f"{path}.bandwidth_gb_s", MIN_BANDWIDTH_GB_S, MAX_BANDWIDTH_GB_S, "GB/s"),
         num(f"{path}.latency_us", 0, MAX_LATENCY_US, "us"),
         num(
             f"{path}.oversubscription",

@@ -230,6 +230,17 @@ def parse_training(
             "convention: ~4M tokens per step (GPT-3 Table 2.1; Llama 3 §3.4.1), rounded up to a multiple of "
             "dp x microbatch_seqs"
         )
+    # A batch given in sequences, or the default rounded up to dp x microbatch_seqs, is held to the limit of
+    # the batch in tokens, which the report states (its document must solve again).
+    max_tokens = fields.TABLE["training.global_batch_tokens"].maximum
+    if batch_seqs * seq_len > max_tokens:
+        culprit = "global_batch_seqs" if seqs is not None else "layout.microbatch_seqs"
+        r.error(
+            join(path, culprit),
+            f"makes a global batch of {batch_seqs * seq_len:,} tokens ({batch_seqs:,} sequences x seq_len "
+            f"{seq_len:,}), above the limit of training.global_batch_tokens ({max_tokens:,.0f})",
+        )
+        return None
     r.note(join(path, "global_batch_seqs"), batch_seqs, "sequences", batch_src)
     r.note(join(path, "global_batch_tokens"), batch_seqs * seq_len, "tokens", batch_src)
 
