@@ -13,9 +13,10 @@ Order, highest first, for each price a document uses:
      or ``default``. The document is left as it is, so the solver applies exactly that value.
 
 Keys looked up in a book:
-  accelerator unit price   kind "node" with the cluster's ``node`` preset (USD per node, divided by
-                           ``gpus_per_node``) when the cluster's accelerator is that node's own, else kind
-                           "accelerator" with the accelerator's catalog key
+  accelerator unit price   kind "node" with the cluster's ``node`` preset (USD per node, divided by that
+                           node's ``gpus_per_node`` in the catalog, whatever the cluster states) when the
+                           cluster's accelerator is that node's own, else kind "accelerator" with the
+                           accelerator's catalog key
   electricity              kind "electricity" with "site:<site scenario name>", else the site's region key
   cloud                    kind "cloud" with "<provider>:<accelerator key>", else the accelerator key
 
@@ -243,19 +244,20 @@ def _price_accelerator(document: dict[str, Any], sheet: PriceSheet) -> tuple[Pri
     node_key = cluster.get("node") if isinstance(cluster.get("node"), str) else None
     # A node's price is the price of its own accelerators: a cluster that names the node but another
     # accelerator (a sweep over cluster.accelerator on a node-priced plan) is priced by that accelerator.
-    node_accelerator = catalog.NODES.get(node_key or "", {}).get("accelerator")
-    node_quote = sheet.lookup(kind=PRICE_NODE, keys=[node_key]) if node_accelerator == accel_key else None
+    # The quote is the catalog node's price, so its accelerators' price is that over the catalog node's count
+    # (the count the book checked it with, ``scenarios.price_books.price_value_problem``), whatever count per
+    # node the cluster states: a plan that uses 4 GPUs of each DGX H100 pays the same per GPU as the quote.
+    node = catalog.NODES.get(node_key or "", {})
+    node_gpus: int = node.get("gpus_per_node") or 0
+    own_node = node.get("accelerator") == accel_key and node_gpus >= 1
+    node_quote = sheet.lookup(kind=PRICE_NODE, keys=[node_key]) if own_node else None
     if node_quote is not None:
-        gpus_per_node = cluster.get("gpus_per_node")
-        if not isinstance(gpus_per_node, int) or gpus_per_node < 1:
-            gpus_per_node = int(catalog.NODES.get(node_key or "", {}).get("gpus_per_node", 0)) or None
-        if gpus_per_node:
-            used = _from_quote(
-                node_quote,
-                value=node_quote.value / gpus_per_node,
-                note=f"node price {node_quote.value:g} USD / {gpus_per_node} accelerators per node",
-            )
-            used = replace(used, unit=PRICE_UNITS[PRICE_ACCELERATOR])
+        used = _from_quote(
+            node_quote,
+            value=node_quote.value / node_gpus,
+            note=f"node price {node_quote.value:g} USD / {node_gpus} accelerators per node",
+        )
+        used = replace(used, unit=PRICE_UNITS[PRICE_ACCELERATOR])
     if used is None:
         accel_quote = sheet.lookup(kind=PRICE_ACCELERATOR, keys=[accel_key])
         if accel_quote is not None:

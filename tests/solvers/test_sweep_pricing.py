@@ -198,6 +198,20 @@ def test_a_node_price_prices_only_that_nodes_own_accelerator() -> None:
     assert (price["value"], price["origin"]) == (catalog.ACCELERATORS["b200"]["unit_price_usd"], "catalog")
 
 
+def test_a_node_price_is_divided_by_the_catalog_nodes_count_whatever_the_cluster_states() -> None:
+    """The quote is for the catalog's 8-GPU DGX H100: divided by its 8, the count the book checked it with
+    (8 x the accelerator's limit). A cluster naming the node with one GPU per node used to take the whole node
+    price per accelerator (8e8 USD, which the solver refuses: every run of the plan failed)."""
+    sheet = PriceSheet(quotes={("node", "dgx-h100"): quote("node", "dgx-h100", 8e8)})
+    pricing = Pricing(sheet=sheet)
+    assert catalog.NODES["dgx-h100"]["gpus_per_node"] == 8
+    for stated in (8, 4, 1):
+        cluster = {"node": "dgx-h100", "gpus": 64, "gpus_per_node": stated}
+        document, used = pricing.apply({"model": {"preset": "llama3-8b"}, "cluster": cluster})
+        assert used["cluster.accelerator.unit_price_usd"]["value"] == 1e8
+        assert solve(document, ranges=False)["tco"]["total_usd"] > 0
+
+
 def test_a_resolved_document_is_priced_as_its_scenario() -> None:
     """A stored plan's resolved document names its accelerator preset (``cluster.accelerator.preset``), so a price
     book's cloud quote for that accelerator prices it as it prices the scenario it came from; the accelerator's
