@@ -62,6 +62,21 @@ def _parse_date(value: Any, path: str, errors: dict[str, list[str]]) -> dt.date 
         return None
 
 
+def unstorable_text(text: str) -> str | None:
+    """Why PostgreSQL cannot store ``text`` (a NUL character, or a lone UTF-16 surrogate, which is not
+    Unicode), or None. A price file or a feed reaches the service without the API's parsers, which refuse
+    both; stored, either was a database error instead of a message naming the field."""
+    if "\x00" in text:
+        return "must not contain NUL characters"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (
+            f"contains the unpaired UTF-16 surrogate \\u{ord(text[exc.start]):04x}, which is not Unicode text"
+        )
+    return None
+
+
 def _price_number(value: float) -> str:
     """A limit as people read it: 10, 0.5, 100,000,000 (not 1e+08)."""
     if value.is_integer() and abs(value) < 1e15:
@@ -208,6 +223,10 @@ def _price_entry_clean(
     source = raw.get("source") or ""
     if not isinstance(source, str) or len(source) > 500:
         errors[f"{path}.source"] = ["must be a string of at most 500 characters"]
+        return None
+    problem = unstorable_text(source)
+    if problem is not None:
+        errors[f"{path}.source"] = [problem]
         return None
     return {
         "kind": kind,
@@ -460,15 +479,21 @@ def price_book_publish(
     ``price_book_summary`` tells what the version changed and how many plans it re-runs.
 
     After commit, every plan whose resolved prices changed gets a re-run (``fan_out``: "async" sends the
-    fan-out to a worker, "sync" does it in this process, "none" skips it)."""
-    if fan_out not in {"async", "sync", "none"}:
-        raise ValidationError({"fan_out": ["must be async, sync or none"]})
+    fan-out to a worker, "sync" does it in this process, "caller" leaves it to the caller, which runs
+    ``fanout.price_book_fan_out`` after the commit, "none" skips it). Every mode but "none" writes the book's
+    ``PriceFanOut`` row in the book's transaction, so a process that dies before its fan-out is done leaves
+    the row for the sweeper to send again."""
+    if fan_out not in {"async", "sync", "caller", "none"}:
+        raise ValidationError({"fan_out": ["must be async, sync, caller or none"]})
     if not name or not name.strip():
         raise ValidationError({"name": ["must not be empty"]})
-    for label, text in (("name", name.strip()), ("source", source)):
+    for label, text in (("name", name.strip()), ("source", source), ("notes", notes)):
         limit = getattr(PriceBook._meta.get_field(label), "max_length", None)
         if limit is not None and len(text) > limit:
             raise ValidationError({label: [f"must be at most {limit} characters, got {len(text):,}"]})
+        problem = unstorable_text(text)
+        if problem is not None:
+            raise ValidationError({label: [problem]})
     clean = price_entries_validate(entries, team=team, mode=mode)
     with transaction.atomic():
         # One publisher per scope at a time, so versions count 1..n without a failed duplicate and a patch

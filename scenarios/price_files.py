@@ -87,6 +87,8 @@ def price_file_parse(text: str, fmt: str) -> PriceFile:
             raise PriceFileError(f"not valid JSON ({exc.msg} at line {exc.lineno})") from None
         except RecursionError:
             raise PriceFileError("not valid JSON (nested too deeply)") from None
+        except ValueError:  # an integer of more than 4,300 digits (Python's limit on converting one)
+            raise PriceFileError("not valid JSON (a number too long to read)") from None
         if isinstance(data, list):
             return PriceFile(data, {})
         if isinstance(data, dict) and isinstance(data.get("entries"), list):

@@ -102,7 +102,7 @@ def test_errors_name_the_line_of_the_file_past_blank_lines_and_quoted_line_break
     """An entry's index is not its place in a CSV: blank lines are skipped and a quoted cell may span lines."""
     path = tmp_path / "gaps.csv"
     path.write_text(
-        "kind,key,value,source\n\nelectricity,quebec,0.05,\"quote\nspanning two lines\"\n\n\n"
+        'kind,key,value,source\n\nelectricity,quebec,0.05,"quote\nspanning two lines"\n\n\n'
         "accelerator,h100-sxm,cheap,quote B\n"
     )
     with pytest.raises(CommandError) as err:

@@ -89,7 +89,8 @@ class Command(BaseCommand):
                 notes=options["notes"] if options["notes"] is not None else meta.get("notes", ""),
                 source=options["source"] if options["source"] is not None else meta.get("source", path.name),
                 mode=options["mode"] or meta.get("mode") or "patch",
-                fan_out="none" if options["fan_out"] == "sync" else options["fan_out"],
+                # sync: the fan-out row is written with the book, and run below, where its outcome is printed
+                fan_out="caller" if options["fan_out"] == "sync" else options["fan_out"],
             )
         except ValidationError as exc:
             refusal = entry_error_lines(exc.message_dict, lines, rows=False)
