@@ -7,8 +7,10 @@ service loads it from the database; a sweep freezes it with its job); this modul
 Order, highest first, for each price a document uses:
   1. an explicit price in the scenario document (``cluster.accelerator.unit_price_usd``,
      ``site.electricity_usd_per_kwh``, ``economics.cloud_usd_per_gpu_hour``): origin ``scenario``;
-  2. the team's newest price book, then the newest global book, key by key: origin ``team_book`` or
-     ``global_book`` (the team book overrides the global one only for the keys it lists);
+  2. the team's newest price book, then the newest global book: origin ``team_book`` or ``global_book``.
+     Any key of the team's book that applies (below) beats every key of the global book, however specific:
+     a team's accelerator price beats a global node price, a team's generic cloud price a global
+     ``<provider>:<accelerator>`` one. Within one book the more specific key wins;
   3. the solver catalog (the accelerator's or region's own price) or the solver default: origin ``catalog``
      or ``default``. The document is left as it is, so the solver applies exactly that value.
 
@@ -138,13 +140,23 @@ class PriceSheet:
     quotes: Mapping[tuple[str, str], Quote] = field(default_factory=dict)
 
     def lookup(self, *, kind: str, keys: Iterable[str | None]) -> Quote | None:
-        for key in keys:
-            if key is None:
-                continue
-            quote = self.quotes.get((kind, key))
-            if quote is not None:
+        """The quote for the first of ``keys`` (most specific first) that the team's book lists, else the
+        first that the global book lists: the team's book is the team's own deal, so any of its keys that
+        applies beats a more specific key of the global book (a team's H100 price beats a global DGX H100
+        node price for the team's plans on DGX H100s)."""
+        return self.lookup_pairs([(kind, key) for key in keys])
+
+    def lookup_pairs(self, pairs: Iterable[tuple[str, str | None]]) -> Quote | None:
+        """``lookup`` over (kind, key) pairs, most specific first (a node's price, then its accelerator's)."""
+        found = [
+            quote
+            for kind, key in pairs
+            if key is not None and (quote := self.quotes.get((kind, key))) is not None
+        ]
+        for quote in found:
+            if quote.origin == ORIGIN_TEAM_BOOK:
                 return quote
-        return None
+        return found[0] if found else None
 
     @property
     def newest_book_id(self) -> int | None:
@@ -250,18 +262,16 @@ def _price_accelerator(document: dict[str, Any], sheet: PriceSheet) -> tuple[Pri
     node = catalog.NODES.get(node_key or "", {})
     node_gpus: int = node.get("gpus_per_node") or 0
     own_node = node.get("accelerator") == accel_key and node_gpus >= 1
-    node_quote = sheet.lookup(kind=PRICE_NODE, keys=[node_key]) if own_node else None
-    if node_quote is not None:
+    quote = sheet.lookup_pairs([(PRICE_NODE, node_key if own_node else None), (PRICE_ACCELERATOR, accel_key)])
+    if quote is not None and quote.kind == PRICE_NODE:
         used = _from_quote(
-            node_quote,
-            value=node_quote.value / node_gpus,
-            note=f"node price {node_quote.value:g} USD / {node_gpus} accelerators per node",
+            quote,
+            value=quote.value / node_gpus,
+            note=f"node price {quote.value:g} USD / {node_gpus} accelerators per node",
         )
         used = replace(used, unit=PRICE_UNITS[PRICE_ACCELERATOR])
-    if used is None:
-        accel_quote = sheet.lookup(kind=PRICE_ACCELERATOR, keys=[accel_key])
-        if accel_quote is not None:
-            used = _from_quote(accel_quote)
+    elif quote is not None:
+        used = _from_quote(quote)
     if used is None:
         entry = catalog.ACCELERATORS.get(accel_key or "")
         if entry is not None:

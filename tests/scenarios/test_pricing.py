@@ -95,6 +95,40 @@ def test_node_price_is_divided_over_its_accelerators_and_beats_the_accelerator_p
     assert inputs.document["cluster"]["accelerator"] == {"preset": "h100-sxm", "unit_price_usd": 50000.0}
 
 
+def test_any_price_of_the_teams_book_beats_a_more_specific_price_of_the_global_book() -> None:
+    """The team's book is the team's own deal: its H100 price prices the team's DGX H100 plans even where the
+    global book lists the DGX H100 node (a node price is more specific), and its generic H100 cloud price
+    beats the global book's AWS one. Within one book the more specific key still wins."""
+    team = make_team()
+    plan = make_plan(team=team, cluster_doc={"node": "dgx-h100", "gpus": 64}, cloud_provider="aws")
+    publish(
+        None,
+        [
+            {"kind": "node", "key": "dgx-h100", "value": 400000},
+            {"kind": "cloud", "key": "aws:h100-sxm", "value": 3.9},
+        ],
+    )
+    publish(
+        team,
+        [
+            {"kind": "accelerator", "key": "h100-sxm", "value": 18000},
+            {"kind": "cloud", "key": "h100-sxm", "value": 2.1},
+        ],
+    )
+    prices = services.plan_inputs(plan=plan).prices
+    accelerator, cloud = prices[pricing.PATH_ACCELERATOR_PRICE], prices[pricing.PATH_CLOUD_PRICE]
+    assert (accelerator["value"], accelerator["origin"], accelerator["key"]) == (
+        18000.0,
+        "team_book",
+        "accelerator:h100-sxm",
+    )
+    assert (cloud["value"], cloud["origin"], cloud["key"]) == (2.1, "team_book", "cloud:h100-sxm")
+    # The team's own node price beats its own accelerator price.
+    publish(team, [{"kind": "node", "key": "dgx-h100", "value": 160000}])
+    accelerator = services.plan_inputs(plan=plan).prices[pricing.PATH_ACCELERATOR_PRICE]
+    assert (accelerator["value"], accelerator["key"]) == (20000.0, "node:dgx-h100")
+
+
 def test_site_specific_electricity_and_provider_cloud_prices() -> None:
     team = make_team()
     plan = make_plan(team=team, cloud_provider="aws")
