@@ -18,6 +18,7 @@ from typing import Any
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
+from django.utils.functional import SimpleLazyObject
 
 from scenarios.models import ROLE_EDITOR, ROLE_RANK, ROLE_VIEWER, Membership, Team
 
@@ -101,3 +102,10 @@ class TeamPageMixin(LoginRequiredMixin):
 
 
 __all__ = ["ROLE_VIEWER", "SESSION_TEAM_KEY", "TeamAccess", "TeamPageMixin", "team_access"]
+
+
+def access_context(request: HttpRequest) -> dict[str, Any]:
+    """``access`` for every template (a context processor): pages rendered outside the dashboard's views (the
+    404, 403 and over-budget pages) show the signed-in user's teams too, not "you are not a member of any
+    team". Read only when a template asks (a lazy object), so the admin and the API's pages pay nothing."""
+    return {"access": SimpleLazyObject(lambda: team_access(request))}

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from api.compare import layout_text, report_number
+from api.compare import figure_range, layout_text, report_number
 from api.diffing import changes
 from scenarios.models import Plan, Result
 from web.plan_forms import catalog
@@ -98,13 +98,10 @@ class Card:
 
 def headline_cards(report: Mapping[str, Any]) -> list[Card]:
     """The six figures a reader looks at first, each with its p10-p90 range when the report has one."""
-    ranges = report.get("ranges") if isinstance(report.get("ranges"), Mapping) else {}
     cards = []
     for label, path, printer in HEADLINES:
-        band = ranges.get(path) if isinstance(ranges, Mapping) else None
-        span = ""
-        if isinstance(band, Mapping) and "p10" in band and "p90" in band:
-            span = f"p10–p90: {printer(band['p10'])} – {printer(band['p90'])}"
+        band = figure_range(report, path)  # the compare page's reading, so both pages print one range
+        span = f"p10–p90: {printer(band['p10'])} – {printer(band['p90'])}" if band is not None else ""
         cards.append(Card(label=label, value=printer(report_number(report, path)), range=span))
     return cards
 

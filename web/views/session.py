@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import resolve_url
 from django.urls import path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from web.access import SESSION_TEAM_KEY, team_access
+
+
+class LoginView(auth_views.LoginView):
+    """Django's log-in page; a signed-in user whose ``?next=`` is the log-in page itself goes to the
+    dashboard's home instead (Django raises "Redirection loop" for it: a 500)."""
+
+    template_name = "web/login.html"
+    redirect_authenticated_user = True
+
+    def get_success_url(self) -> str:
+        url = super().get_success_url()
+        if url.split("?", 1)[0] == self.request.path:
+            return resolve_url(settings.LOGIN_REDIRECT_URL)
+        return url
 
 
 @login_required
@@ -33,7 +49,7 @@ def switch_team(request: HttpRequest) -> HttpResponse:
 urlpatterns = [
     path(
         "login/",
-        auth_views.LoginView.as_view(template_name="web/login.html", redirect_authenticated_user=True),
+        LoginView.as_view(),
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
