@@ -59,28 +59,47 @@ class CountFilter(django_filters.NumberFilter):
         super().__init__(*args, **kwargs)
 
 
+class StrictBooleanField(forms.Field):
+    """``true`` or ``false`` (any case), or nothing. django-filter's boolean reads any other value, ``1`` or a
+    typo such as ``ture``, as "no filter", so ``?current=1`` listed the stale results too."""
+
+    def to_python(self, value: Any) -> bool | None:
+        if value in (None, ""):
+            return None
+        text = str(value).strip().lower()
+        if text in ("true", "false"):
+            return text == "true"
+        raise forms.ValidationError("must be true or false")
+
+
+class BooleanFilter(django_filters.BooleanFilter):
+    field_class = StrictBooleanField
+
+
+class UtcDateTimeField(django_filters.fields.IsoDateTimeField):
+    """An ISO 8601 instant, converted to UTC (PostgreSQL refuses offsets beyond ±15:59, which Python accepts
+    up to ±24 h); one too close to year 1 or 9999 to convert is refused, under the parameter's own name."""
+
+    def to_python(self, value: Any) -> dt.datetime | None:
+        instant = super().to_python(value)
+        if instant is None:
+            return None
+        try:
+            return instant.astimezone(dt.UTC)
+        except (OverflowError, ValueError):
+            raise forms.ValidationError("the instant is outside the range that can be stored") from None
+
+
 class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
-    """An ISO 8601 instant, compared in UTC.
+    """An ISO 8601 instant, compared in UTC (``UtcDateTimeField``)."""
 
-    Python accepts UTC offsets up to ±24 h; PostgreSQL refuses beyond ±15:59, so the instant is converted to
-    UTC before it reaches the query (and one too close to year 1 or 9999 to convert is a 400).
-    """
-
-    def filter(self, qs: QuerySet[Any], value: Any) -> QuerySet[Any]:
-        if value is not None:
-            try:
-                value = value.astimezone(dt.UTC)
-            except (OverflowError, ValueError):
-                raise serializers.ValidationError(
-                    {self.field_name: ["the instant is outside the range that can be stored"]}
-                ) from None
-        return super().filter(qs, value)
+    field_class = UtcDateTimeField
 
 
 class ScenarioFilter(django_filters.FilterSet):
     team = IdFilter(field_name="team_id")
     name = django_filters.CharFilter(field_name="name", lookup_expr="icontains", max_length=200)
-    archived = django_filters.BooleanFilter(
+    archived = BooleanFilter(
         method="filter_archived", label="true: only archived; false (default): only live ones."
     )
 
@@ -174,9 +193,7 @@ class ApiTokenFilter(django_filters.FilterSet):
     team = IdFilter(field_name="team_id")
     user = IdFilter(field_name="user_id")
     name = django_filters.CharFilter(lookup_expr="icontains", max_length=100)
-    active = django_filters.BooleanFilter(
-        method="filter_active", label="true: usable now; false: revoked or expired."
-    )
+    active = BooleanFilter(method="filter_active", label="true: usable now; false: revoked or expired.")
 
     class Meta:
         model = ApiToken
@@ -191,7 +208,7 @@ class ApiTokenFilter(django_filters.FilterSet):
 
 class WebhookFilter(django_filters.FilterSet):
     team = IdFilter(field_name="team_id")
-    enabled = django_filters.BooleanFilter()
+    enabled = BooleanFilter()
     plan = IdFilter(field_name="plan_id")
 
     class Meta:
@@ -201,7 +218,7 @@ class WebhookFilter(django_filters.FilterSet):
 
 class PriceFeedFilter(django_filters.FilterSet):
     team = IdFilter(field_name="team_id")
-    enabled = django_filters.BooleanFilter()
+    enabled = BooleanFilter()
     mode = django_filters.ChoiceFilter(choices=PRICE_MODE_CHOICES)
     name = django_filters.CharFilter(lookup_expr="icontains", max_length=200)
 
@@ -214,9 +231,9 @@ class PlanFilter(ScenarioFilter):
     cluster = IdFilter(field_name="cluster_id")
     model = IdFilter(field_name="model_id")
     site = IdFilter(field_name="site_id")
-    auto_rerun = django_filters.BooleanFilter()
+    auto_rerun = BooleanFilter()
     cloud_provider = django_filters.CharFilter(lookup_expr="iexact", max_length=64)
-    has_result = django_filters.BooleanFilter(
+    has_result = BooleanFilter(
         field_name="latest_result",
         lookup_expr="isnull",
         exclude=True,
@@ -243,7 +260,7 @@ class RunFilter(django_filters.FilterSet):
 class ResultFilter(django_filters.FilterSet):
     plan = IdFilter(field_name="plan_id")
     team = IdFilter(field_name="team_id")
-    latest = django_filters.BooleanFilter(
+    latest = BooleanFilter(
         method="filter_latest", label="true: only each plan's latest result; false: only earlier versions."
     )
     trigger = django_filters.ChoiceFilter(
@@ -257,7 +274,7 @@ class ResultFilter(django_filters.FilterSet):
     )
     solver_version = django_filters.CharFilter(max_length=64)
     kind = django_filters.ChoiceFilter(choices=RUN_KIND_CHOICES)
-    current = django_filters.BooleanFilter(
+    current = BooleanFilter(
         method="filter_current",
         label="true: only results a run of their plan today would find again (same solver, inputs and "
         "prices); false: only stale ones.",
@@ -282,19 +299,16 @@ class ResultFilter(django_filters.FilterSet):
 
     def filter_current(self, qs: QuerySet[Any], name: str, value: bool | None) -> QuerySet[Any]:
         """Currency is worked out, not stored (``scenarios.currency``): only a result made by this solver
-        can be current, and of those only one per plan and kind (results are unique by plan, input hash
-        and solver), so the check runs on the newest such result of each plan and kind."""
+        can be current, so the check runs on every such result. Not only the newest of each plan and kind: a
+        plan whose inputs come back makes an earlier result current again, and two searches of one plan
+        over different spaces are both current. The cost grows with the plans, not the results: each
+        distinct plan is resolved once."""
         if value is None:
             return qs
         from scenarios.currency import results_currency
         from solvers import SOLVER_VERSION
 
-        candidates = list(
-            qs.filter(solver_version=SOLVER_VERSION)
-            .order_by("plan_id", "kind", "-version")
-            .distinct("plan_id", "kind")
-            .values_list("pk", flat=True)
-        )
+        candidates = list(qs.filter(solver_version=SOLVER_VERSION).values_list("pk", flat=True))
         current = [pk for pk, state in results_currency(candidates).items() if state.current]
         return qs.filter(pk__in=current) if value else qs.exclude(pk__in=current)
 
@@ -324,7 +338,9 @@ class StrictOrderingFilter(OrderingFilter):
         if raw:
             fields = [part.strip() for part in raw.split(",")]
             valid = {name for name, _ in self.get_valid_fields(queryset, view, {"request": request})}
-            unknown = [field for field in fields if field.lstrip("-") not in valid]
+            unknown = [
+                field for field in fields if (field[1:] if field.startswith("-") else field) not in valid
+            ]
             if unknown:
                 offered = ", ".join(sorted(valid)) or "none"
                 raise serializers.ValidationError(
@@ -334,4 +350,9 @@ class StrictOrderingFilter(OrderingFilter):
                         ]
                     }
                 )
-        return super().get_ordering(request, queryset, view)
+        ordering = super().get_ordering(request, queryset, view)
+        # Ties (results of one fan-out share their created_at, re-priced ones their step_s and mfu) are broken
+        # by id, so that paging through the list sees every row once.
+        if ordering and not {"id", "-id", "pk", "-pk"} & set(ordering):
+            ordering = [*ordering, "-id"]
+        return ordering

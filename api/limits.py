@@ -40,7 +40,12 @@ def token_limit_error(user_id: int) -> str | None:
     return None
 
 
+# The most digits an id can have: 2**63 - 1, the largest database id, has 19.
+MAX_ID_DIGITS = 19
+
+
 def is_id_text(text: str) -> bool:
-    """Whether ``text`` is written in the digits 0-9 only: ``str.isdigit`` also takes "²" and other digits that
-    ``int`` refuses, which must be a 400 (or a 404), not a 500."""
-    return text.isascii() and text.isdigit()
+    """Whether ``text`` is written in the digits 0-9 only, and no more of them than an id has: ``str.isdigit``
+    also takes "²" and other digits that ``int`` refuses, and ``int`` refuses more than 4,300 digits; either
+    must be a 400 (or a 404), not a 500."""
+    return 0 < len(text) <= MAX_ID_DIGITS and text.isascii() and text.isdigit()

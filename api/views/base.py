@@ -136,6 +136,21 @@ class PlannerViewMixin(APIView):
             raise serializers.ValidationError(
                 {name: [f"unknown query parameter; this endpoint takes: {known}"] for name in unknown}
             )
+        # ``?plans=1&plans=2`` would be read as its last value alone: every parameter here takes one value
+        # (a list is written once, comma-separated).
+        repeated = sorted(
+            name for name in request.query_params if len(request.query_params.getlist(name)) > 1
+        )
+        if repeated:
+            raise serializers.ValidationError(
+                {
+                    name: [
+                        f"given {len(request.query_params.getlist(name))} times; give it once (a list is "
+                        "comma-separated: plans=1,2)"
+                    ]
+                    for name in repeated
+                }
+            )
 
 
 class AuthenticatedAPIView(PlannerViewMixin):

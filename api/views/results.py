@@ -72,17 +72,22 @@ class ResultViewSet(TeamScopedReadOnlyViewSet):
         """What changed between two results of one plan: inputs, prices and report fields, with deltas.
 
         ``?against=`` names the earlier result, of the same plan and kind (a solve against a solve, a search
-        against a search); without it, the previous result of the same kind."""
+        against a search); without it, the result's own ``previous`` (the one its ``delta`` is taken against:
+        the plan's current result when it was made), else the previous result of the same kind."""
         after = self.get_object()
         raw = request.query_params.get("against")
         if raw is None:
-            # The previous result of the same kind: a solve against the last solve, never a sweep.
-            before = (
-                self.get_queryset()
-                .filter(plan_id=after.plan_id, kind=after.kind, version__lt=after.version)
-                .order_by("-version")
-                .first()
-            )
+            before = None
+            if after.previous_id is not None:
+                before = self.get_queryset().filter(pk=after.previous_id).first()
+            if before is None:
+                # The previous result of the same kind: a solve against the last solve, never a sweep.
+                before = (
+                    self.get_queryset()
+                    .filter(plan_id=after.plan_id, kind=after.kind, version__lt=after.version)
+                    .order_by("-version")
+                    .first()
+                )
             if before is None:
                 raise NotFound(
                     f"This is the plan's first {after.kind} result: there is no previous {after.kind} result "
