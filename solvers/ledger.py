@@ -336,7 +336,9 @@ def energy_carbon(inp: LedgerInputs, rel_: Reliability, sched: Schedule, *, busy
     work and rework) and TDP x idle while checkpoints are written and jobs restart, plus host power per node
     all along; facility = IT x PUE; operational carbon = facility kWh x grid intensity; embodied carbon
     amortised over the accelerators' service life for the wall-clock time; water = WUE x IT energy.
-    Example: 512 H100 at 700 W, busy 0.8, idle 0.3, 720 h, PUE 1.1, Quebec (1.7 gCO2e/kWh).
+    Example: 512 H100 at 700 W, busy 0.8, idle 0.3, 64 nodes at 2 kW of host power, 720 h all running, PUE
+    1.06, Quebec (20 gCO2e/kWh): IT (512 x 700 x 0.86 W + 64 x 2 kW) x 720 h = 314,081 kWh, facility 332,926
+    kWh, operational carbon 6,659 kgCO2e.
     """
     shares = rel_.shares
     running_h = sched.wall_h * (shares.goodput + shares.rework)
@@ -391,7 +393,7 @@ def tco(
     capex x yearly rate x days / 365; electricity = facility kWh x price; total = the three; cloud = GPUs x
     wall-clock hours x $/GPU-h; failure and checkpoint costs = total x the share of wall-clock time that
     failures (rework + restarts) and checkpoint writes take. ``capex_share`` is 0 for a free run.
-    Example: $25,000 x 512 H100 x 2.0 over 3 years for 30 days: capex $2.10 M.
+    Example: $25,000 x 512 H100 x 2.0 over 3 years for 30 days: capex $0.70 M (25.6 M / 3 years x 30 / 365).
     """
     capex_total = econ.capex_total_usd(
         unit_price_usd=unit_price_usd,

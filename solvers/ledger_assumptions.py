@@ -190,6 +190,13 @@ def ledger_rows(inp: ScenarioLedger) -> list[tuple[str, Any, str, str]]:
         )
     bytes_per_param = ckpt.checkpoint_bytes_per_param(optimizer=inp.optimizer, precision=inp.precision)
     note("checkpoint.bytes_per_param", bytes_per_param, "B", ckpt.BYTES_PER_PARAM_NOTE)
+    note(
+        "checkpoint.params",
+        inp.params,
+        "parameters",
+        "the parameters a checkpoint holds: model.params plus the multi-token-prediction modules' "
+        "(model.mtp_layers), which are trained, stored and checkpointed with the model",
+    )
     if inp.checkpoint_writers is None:
         writers = ckpt.default_checkpoint_writers(nodes=nodes)
         note(

@@ -94,7 +94,7 @@ def embodied_carbon_kgco2e(
     Source: Gupta et al., "ACT: Designing Sustainable Computer Systems with an Architectural Carbon
     Modeling Tool", ISCA 2022, §3 (embodied carbon amortised over the device lifetime by usage time).
     Example: 16,384 H100 x 150 kgCO2e over 54 days of a 5-year life -> 16,384 x 150 x 1296 / 43,800 =
-    72,719 kgCO2e (not the full 2.46 million kgCO2e).
+    72,718 kgCO2e (not the full 2.46 million kgCO2e).
     """
     return accelerators * embodied_kgco2e_per_accelerator * duration_h / (lifetime_years * HOURS_PER_YEAR)
 
