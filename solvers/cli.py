@@ -14,9 +14,10 @@ is ever printed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO, cast
 
@@ -58,19 +59,70 @@ __all__ = [
 ]
 
 
-def _read(source: str, stdin: TextIO) -> str:
-    if source == "-":
+def _parse_args(
+    parser: argparse.ArgumentParser, argv: Sequence[str], *, stdout: TextIO, stderr: TextIO
+) -> argparse.Namespace | int:
+    """``parser.parse_args(argv)``, or the exit status of a usage error (2) or of ``--help`` (0), with
+    argparse's messages written to the streams the caller gave (argparse writes to ``sys``'s and exits)."""
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         try:
-            return stdin.read()
+            return parser.parse_args(list(argv))
+        except SystemExit as exc:
+            return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
+
+
+def _read(source: str, stdin: TextIO | None) -> str:
+    """The text of ``source`` (a path, or - for standard input), without a byte order mark; no more than
+    ``MAX_DOCUMENT_CHARS`` is read, so that an endless input (``/dev/zero``, a pipe that never ends) is
+    refused as too large instead of filling the memory."""
+    if source == "-":
+        if stdin is None:  # started with standard input closed
+            raise InputError("cannot read standard input: it is closed")
+        try:
+            return _bounded(stdin.read(MAX_DOCUMENT_CHARS + 1), "standard input")
         except UnicodeDecodeError:
             raise InputError("cannot read standard input: not UTF-8 text") from None
     try:
         with open(source, encoding="utf-8") as handle:
-            return handle.read()
+            return _bounded(handle.read(MAX_DOCUMENT_CHARS + 1), source)
     except OSError as exc:
         raise InputError(f"cannot read {source}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise InputError(f"cannot read {source}: not UTF-8 text") from None
+
+
+def _bounded(text: str, name: str) -> str:
+    if len(text) > MAX_DOCUMENT_CHARS:
+        raise InputError(f"{name}: document too large (limit {MAX_DOCUMENT_CHARS:,} characters)")
+    return text.removeprefix("\ufeff")  # a byte order mark (Notepad, PowerShell) is not content
+
+
+def _open_lines(source: str, stdin: TextIO | None) -> Iterator[str]:
+    """The lines of ``source`` for ``--batch``, one at a time, each read no further than one character past
+    ``MAX_DOCUMENT_CHARS`` (the caller refuses such a line and stops: the rest of an endless line cannot be
+    skipped without reading it). A byte order mark before the first line is dropped."""
+    if source == "-":
+        if stdin is None:
+            raise InputError("cannot read standard input: it is closed")
+        yield from _lines_of(stdin)
+        return
+    try:
+        handle = open(source, encoding="utf-8")  # noqa: SIM115 - closed below, after the last line
+    except OSError as exc:
+        raise InputError(f"cannot read {source}: {exc.strerror or exc}") from None
+    with handle:
+        yield from _lines_of(handle)
+
+
+def _lines_of(handle: TextIO) -> Iterator[str]:
+    first = True
+    while True:
+        line = handle.readline(MAX_DOCUMENT_CHARS + 2)
+        if not line:
+            return
+        if first:
+            line, first = line.removeprefix("\ufeff"), False
+        yield line
 
 
 def _dump(value: Any, *, pretty: bool) -> str:
@@ -96,7 +148,7 @@ def run_document_command(
     source: str,
     compute: Callable[[Any], dict[str, Any]],
     *,
-    stdin: TextIO,
+    stdin: TextIO | None,
     stdout: TextIO,
     stderr: TextIO,
     compact: bool,
@@ -123,14 +175,14 @@ def run_document_command(
     return exit_status(output)
 
 
-def _cmd_solve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+def _cmd_solve(args: argparse.Namespace, stdin: TextIO | None, stdout: TextIO, stderr: TextIO) -> int:
+    if args.batch:
+        return _solve_batch(_open_lines(args.file, stdin), stdout, stderr)
     try:
         text = _read(args.file, stdin)
     except InputError as exc:
         print(f"error: {exc}", file=stderr)
         return EXIT_BAD_INPUT
-    if args.batch:
-        return _solve_batch(text, stdout)
     try:
         document = parse_text(text)
         report = solve(document)
@@ -144,39 +196,56 @@ def _cmd_solve(args: argparse.Namespace, stdin: TextIO, stdout: TextIO, stderr: 
     return EXIT_OK
 
 
-def _solve_batch(text: str, stdout: TextIO) -> int:
-    """One output line per input line, in order; JSON Lines in, JSON Lines out."""
+def _solve_batch(lines: Iterator[str], stdout: TextIO, stderr: TextIO) -> int:
+    """One output line per input line, in order; JSON Lines in, JSON Lines out. Lines are read one at a time,
+    each no longer than ``MAX_DOCUMENT_CHARS``: a longer line gets its error row and ends the batch (the
+    rest of it cannot be skipped without reading it, and an endless one never ends)."""
     failures = 0
-    # JSON Lines are split at "\n" only (str.splitlines would also split at U+2028 or U+0085 inside a string)
-    lines = [line.removesuffix("\r") for line in text.split("\n")]
-    if lines and lines[-1] == "":
-        lines.pop()  # the newline that ends the last line
-    for number, line in enumerate(lines, start=1):
-        result: dict[str, Any]
-        try:
-            if not line.strip():
-                raise InputError("empty line")
-            if len(line) > MAX_DOCUMENT_CHARS:
-                raise InputError(
-                    f"line {number}: document too large (limit {MAX_DOCUMENT_CHARS:,} characters)"
-                )
-            try:
-                document = json.loads(line)
-            except ValueError as exc:
-                raise InputError(f"line {number}: not valid JSON: {exc}") from None
-            result = cast(dict[str, Any], solve(document))
-        except InputError as exc:
-            result = {"error": {"path": "", "message": str(exc)}}
-        except ScenarioError as exc:
-            result = {"error": exc.as_dict()}
-        except SolverInternalError as exc:
-            result = {"error": {"path": "", "message": f"internal solver error: {exc}"}}
-        except Exception as exc:  # a bug on one line must not cost the other lines their results
-            result = {"error": {"path": "", "message": f"internal solver error: {type(exc).__name__}: {exc}"}}
-        if "error" in result:
-            failures += 1
-        print(_dump(result, pretty=False), file=stdout)
+    number = 0
+    try:
+        for raw in lines:
+            number += 1
+            # JSON Lines end at "\n" only (str.splitlines would also split at U+2028 or U+0085 in a string)
+            line = raw.removesuffix("\n").removesuffix("\r")
+            too_long = len(line) > MAX_DOCUMENT_CHARS
+            result = _batch_result(number, line, too_long=too_long)
+            if "error" in result:
+                failures += 1
+            print(_dump(result, pretty=False), file=stdout)
+            if too_long:
+                print(f"error: line {number} is too large; the lines after it are not read", file=stderr)
+                break
+    except InputError as exc:
+        print(f"error: {exc}", file=stderr)
+        return EXIT_BAD_INPUT
+    except UnicodeDecodeError:
+        print(f"error: line {number + 1}: not UTF-8 text; the lines after it are not read", file=stderr)
+        return EXIT_BAD_INPUT
     return EXIT_OK if failures == 0 else EXIT_BATCH_FAILURES
+
+
+def _batch_result(number: int, line: str, *, too_long: bool) -> dict[str, Any]:
+    """The output row of one ``--batch`` line: its report, or ``{"error": ...}``."""
+    try:
+        if too_long:
+            raise InputError(f"line {number}: document too large (limit {MAX_DOCUMENT_CHARS:,} characters)")
+        if not line.strip():
+            raise InputError("empty line")
+        try:
+            document = json.loads(line)
+        except RecursionError:
+            raise InputError(f"line {number}: the document is nested too deeply") from None
+        except ValueError as exc:
+            raise InputError(f"line {number}: not valid JSON: {exc}") from None
+        return cast(dict[str, Any], solve(document))
+    except InputError as exc:
+        return {"error": {"path": "", "message": str(exc)}}
+    except ScenarioError as exc:
+        return {"error": exc.as_dict()}
+    except SolverInternalError as exc:
+        return {"error": {"path": "", "message": f"internal solver error: {exc}"}}
+    except Exception as exc:  # a bug on one line must not cost the other lines their results
+        return {"error": {"path": "", "message": f"internal solver error: {type(exc).__name__}: {exc}"}}
 
 
 def _cmd_catalog(args: argparse.Namespace, stdout: TextIO) -> int:
@@ -284,10 +353,10 @@ def search_main(
 
     Exit status as ``solve``: 0 success, 2 bad input (the message names the field path), 3 internal error.
     """
-    try:
-        args = build_search_parser().parse_args(list(argv))
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    args = _parse_args(build_search_parser(), argv, stdout=stdout, stderr=stderr)
+    if isinstance(args, int):
+        return args
     pareto = [p.strip() for p in args.pareto.split(",") if p.strip()] if args.pareto else None
     return run_document_command(
         args.file,
@@ -298,9 +367,9 @@ def search_main(
             pareto=pareto,
             within_validated=args.within_validated,
         ),
-        stdin=stdin or sys.stdin,
-        stdout=stdout or sys.stdout,
-        stderr=stderr or sys.stderr,
+        stdin=stdin if stdin is not None else sys.stdin,
+        stdout=stdout,
+        stderr=stderr,
         compact=args.compact,
     )
 
@@ -327,17 +396,17 @@ def sweep_main(
     )
     parser.add_argument("--pareto", default=None, help="2 or 3 comma-separated metrics for the front")
     parser.add_argument("--compact", action="store_true", help="print the result on one line")
-    try:
-        args = parser.parse_args(list(argv))
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    args = _parse_args(parser, argv, stdout=stdout, stderr=stderr)
+    if isinstance(args, int):
+        return args
     pareto = [p.strip() for p in args.pareto.split(",") if p.strip()] if args.pareto else None
     return run_document_command(
         args.file,
         lambda document: sweep_document(document, objective=args.objective, pareto=pareto),
-        stdin=stdin or sys.stdin,
-        stdout=stdout or sys.stdout,
-        stderr=stderr or sys.stderr,
+        stdin=stdin if stdin is not None else sys.stdin,
+        stdout=stdout,
+        stderr=stderr,
         compact=args.compact,
         exit_status=lambda output: EXIT_OK if output["failed"] == 0 else EXIT_BATCH_FAILURES,
     )
@@ -390,12 +459,15 @@ def main(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
 ) -> int:
-    stdin = stdin or sys.stdin
+    stdin = stdin if stdin is not None else sys.stdin  # None when the process started with it closed
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     argv = list(sys.argv[1:] if argv is None else argv)
     if not (argv and argv[0] in ("search", "sweep")):
-        args = build_parser().parse_args(argv)
+        parsed = _parse_args(build_parser(), argv, stdout=stdout, stderr=stderr)
+        if isinstance(parsed, int):
+            return parsed
+        args = parsed
     try:
         if argv and argv[0] == "search":
             return search_main(argv[1:], stdin=stdin, stdout=stdout, stderr=stderr)

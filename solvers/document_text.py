@@ -104,6 +104,9 @@ def parse_text(text: str) -> Any:
         return load_yaml(text)
     except RecursionError:
         raise InputError("the document is nested too deeply") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits, a date such as 2024-13-45
+        problem = "a number has more than 4,300 digits" if "integer string conversion" in str(exc) else exc
+        raise InputError(f"a value cannot be read: {problem}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

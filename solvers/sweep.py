@@ -37,14 +37,14 @@ from typing import Any
 import numpy as np
 
 from solvers import catalog, prices
-from solvers.errors import FieldError, ScenarioError, SolverInternalError
+from solvers.errors import ScenarioError, SolverInternalError
 from solvers.inputs import resolve
 from solvers.inputs.fields import TABLE
-from solvers.pareto import MAX_OBJECTIVES, MIN_OBJECTIVES, pareto_indices
+from solvers.pareto import pareto_indices
+from solvers.plain import all_plain_finite
 from solvers.search import (
-    OBJECTIVES,
-    PARETO_METRICS,
     SearchRequest,
+    check_objectives,
     layout_dict,
     ledger_metrics,
     parse_search_request,
@@ -204,6 +204,13 @@ def plan_sweep(
                     raise ScenarioError.single(
                         f"{path}.values[{j}]", f"must be a finite number, got {value!r}"
                     )
+                # a YAML date, or an infinity inside a list: each point's row echoes its values as JSON
+                if not all_plain_finite(value):
+                    raise ScenarioError.single(
+                        f"{path}.values[{j}]",
+                        "must be a JSON value (a number, string, boolean, null, list or object of these, "
+                        f"finite), got {type(value).__name__}",
+                    )
             axes.append(SweepAxis(field=field, values=tuple(values)))
         else:
             axes.append(SweepAxis(field=field, values=range_values(item["range"], path=f"{path}.range")))
@@ -226,21 +233,8 @@ def plan_sweep(
     raw_pareto = raw.get("pareto", default_pareto) if pareto is None else pareto
     if not isinstance(raw_pareto, list | tuple) or not all(isinstance(name, str) for name in raw_pareto):
         raise ScenarioError.single("sweep.pareto", "must be a list of 2 or 3 metric names")
-    chosen_pareto = tuple(raw_pareto)
-    errors: list[FieldError] = []
-    if chosen_objective not in OBJECTIVES:
-        errors.append(
-            FieldError("sweep.objective", f"must be one of {', '.join(OBJECTIVES)}, got {chosen_objective!r}")
-        )
-    if not MIN_OBJECTIVES <= len(chosen_pareto) <= MAX_OBJECTIVES:
-        errors.append(FieldError("sweep.pareto", f"lists 2 or 3 metrics, got {len(chosen_pareto)}"))
-    for i, name in enumerate(chosen_pareto):
-        if name not in PARETO_METRICS:
-            errors.append(
-                FieldError(f"sweep.pareto[{i}]", f"must be one of {', '.join(PARETO_METRICS)}, got {name!r}")
-            )
-    if errors:
-        raise ScenarioError(errors)
+    # the search's rule, so that a sweep refuses what a search refuses (a metric listed twice, say)
+    chosen_pareto = check_objectives(objective=chosen_objective, pareto=raw_pareto, path="sweep")
     if mode == "zip":
         combos: list[tuple[Any, ...]] = list(zip(*(a.values for a in axes), strict=True))
     else:

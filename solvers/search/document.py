@@ -16,6 +16,7 @@ import numpy as np
 from solvers import engine
 from solvers.errors import ScenarioError
 from solvers.inputs import Resolved, layout_from_batch, resolve
+from solvers.plain import all_plain_finite
 from solvers.report import compose_report, reason_to_error
 from solvers.search.envelope import Envelope, load_envelope, support_blocks
 from solvers.search.ranking import (
@@ -253,5 +254,7 @@ def search_document(
         envelope=envelope,
     )
     if baseline_error is not None and isinstance(training, Mapping):
-        out["baseline"] = {"layout": dict(training["layout"]), "error": baseline_error}
+        # echoed as given, except a value JSON cannot hold (a NaN, a YAML date), which its error names
+        echoed = {str(k): v if all_plain_finite(v) else repr(v) for k, v in training["layout"].items()}
+        out["baseline"] = {"layout": echoed, "error": baseline_error}
     return out
