@@ -114,10 +114,8 @@ def entry_error_lines(
         if match:
             index = int(match[1])
             line = f" (line {lines[index]})" if lines is not None and index < len(lines) else ""
-            if rows:
-                where = f"row {index + 1}{line}" + (f": {match[2]}" if match[2] else "")
-            else:
-                where = field + line
+            field_name = f": {match[2]}" if match[2] else ""
+            where = f"row {index + 1}{line}{field_name}" if rows else field + line
         else:
             where = "book" if field == "__all__" else field
         out.extend(f"{where}: {message}" for message in messages)

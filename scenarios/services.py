@@ -15,6 +15,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import ProtectedError
 from django.utils import timezone
 
 from scenarios import adapters, pricing
@@ -28,6 +29,7 @@ from scenarios.inputs import plan_base_document as plan_base_document
 from scenarios.inputs import plan_document as plan_document
 from scenarios.inputs import plan_inputs as plan_inputs
 from scenarios.models import (
+    PRICE_MODE_PATCH,
     RUN_KIND_CHOICES,
     SCENARIO_MODELS,
     TRIGGER_API,
@@ -63,6 +65,7 @@ from scenarios.price_books import price_value_problem as price_value_problem
 from scenarios.price_books import published_summary as published_summary
 from solvers import ScenarioError, validate_scenario
 from solvers.prices import (
+    PRICE_ELECTRICITY,
     provider_problem,
 )
 
@@ -231,6 +234,7 @@ def scenario_edit(
             .get(pk=scenario.pk)
         )
         changed: list[str] = []
+        old_name = locked.name
         if name is not None and name != locked.name:
             locked.name = name
             changed.append("name")
@@ -253,10 +257,46 @@ def scenario_edit(
                 raise ValidationError(
                     {"name": [f"'{name}' is already used by another live object"]}
                 ) from None
+        if "name" in changed:
+            _carry_site_price(locked, old_name, user)
         following = None
         if check_plans and "latest_revision" in changed:
             following = following_plans_check(scenario=locked)
     return ScenarioEdit(scenario=locked, following_plans=following)
+
+
+def _carry_site_price(scenario: ScenarioBase, old_name: str, user: UserLike) -> None:
+    """A site's team price is keyed by the site's name (``site:<name>``, ``solvers.prices``): a rename
+    carries it to the new name, so that no plan of the site loses it. The team's book in force gets its next
+    version (a patch: the price under the new name, the old key removed, ``source`` saying why), in the
+    rename's transaction; its fan-out finds no plan whose price moved."""
+    if not isinstance(scenario, SiteScenario):
+        return
+    book = pricing.newest_books(team_ids=[scenario.team_id]).get(scenario.team_id)
+    old_key, new_key = f"{SITE_KEY_PREFIX}{old_name}", f"{SITE_KEY_PREFIX}{scenario.name}"
+    entry = None if book is None else book.entries.filter(kind=PRICE_ELECTRICITY, key=old_key).first()
+    if book is None or entry is None:
+        return
+    carried: dict[str, Any] = {
+        "kind": PRICE_ELECTRICITY,
+        "key": new_key,
+        "value": entry.value,
+        "unit": entry.unit,
+    }
+    if entry.source:
+        carried["source"] = entry.source
+    if entry.effective_date is not None:
+        carried["effective_date"] = entry.effective_date.isoformat()
+    price_book_publish(
+        team=scenario.team,
+        user=user,
+        name=book.name,
+        entries=[carried, {"kind": PRICE_ELECTRICITY, "key": old_key, "remove": True}],
+        notes=f"site '{old_name}' renamed '{scenario.name}': its price carried to the new name",
+        source=book.source,
+        mode=PRICE_MODE_PATCH,
+        fan_out="async",
+    )
 
 
 def scenario_archive(*, scenario: ScenarioBase, user: UserLike) -> ScenarioBase:
@@ -271,19 +311,36 @@ def scenario_delete(*, scenario: ScenarioBase) -> None:
     """Delete a scenario and its history. Refused with ``ScenarioInUse`` when a plan or a stored result
     depends on it (archive it instead: results are kept forever)."""
     model = type(scenario)
-    field = model.kind
+    try:
+        with transaction.atomic():
+            # Counted under the row's lock: a plan being made on the scenario holds a key-share lock on it
+            # (its foreign key) until it commits, so the count below sees it, and none can be made after.
+            _manager(model).select_for_update().filter(pk=scenario.pk).first()
+            _refuse_if_used(scenario)
+            _manager(model).filter(pk=scenario.pk).update(latest_revision=None)
+            scenario.delete()
+    except (ProtectedError, IntegrityError) as exc:  # a row that uses it after all: the same answer
+        _refuse_if_used(scenario)
+        found = list(getattr(exc, "protected_objects", ()))
+        raise ScenarioInUse(
+            f"{type(scenario).kind} scenario '{scenario.name}' came to be used by a plan or a stored result "
+            "while it was being deleted; archive it instead",
+            plans=sum(isinstance(row, Plan) for row in found),
+            results=sum(isinstance(row, Result) for row in found),
+        ) from None
+
+
+def _refuse_if_used(scenario: ScenarioBase) -> None:
+    field = type(scenario).kind
     plans = Plan.objects.filter(**{field: scenario}).count()
     results = Result.objects.filter(**{f"{field}_revision__scenario": scenario}).count()
     if plans or results:
         raise ScenarioInUse(
-            f"{model.kind} scenario '{scenario.name}' is used by {plans} plan(s) and {results} stored result(s); "
+            f"{field} scenario '{scenario.name}' is used by {plans} plan(s) and {results} stored result(s); "
             "archive it instead",
             plans=plans,
             results=results,
         )
-    with transaction.atomic():
-        _manager(model).filter(pk=scenario.pk).update(latest_revision=None)
-        scenario.delete()
 
 
 # --- Plans --------------------------------------------------------------------------------------------
@@ -457,9 +514,12 @@ def plan_update(*, plan: Plan, user: UserLike, **fields: Any) -> Plan:
     for name, value in values.items():
         setattr(plan, name, value)
     if solved_change:
-        validate_plan_document(plan)
+        validate_plan_document(
+            plan
+        )  # may take seconds, while a worker stores a result or the plan is archived
     try:
-        plan.save()
+        # Only the fields this update sets: the others (latest_result, archived_at) may have moved meanwhile.
+        plan.save(update_fields=[*values, "updated_at"])
     except IntegrityError:
         raise ValidationError({"name": ["already used by another live plan"]}) from None
     return plan

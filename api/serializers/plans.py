@@ -101,17 +101,15 @@ class PlanSerializer(serializers.ModelSerializer):
 
 
 class PlanUpdateSerializer(PlanSerializer):
+    """A PATCH may send back the scenarios it read, archived ones included: a plan keeps the scenario it was
+    made with after that is archived, and only a newly chosen scenario must be live (``plan_values``, which
+    says so naming the field)."""
+
     team = serializers.IntegerField(read_only=True, source="team_id")  # type: ignore[assignment]
     name = serializers.CharField(max_length=200, required=False)
-    cluster = TeamScopedPrimaryKeyField(
-        queryset=ClusterScenario.objects.filter(archived_at__isnull=True), required=False
-    )
-    model = TeamScopedPrimaryKeyField(
-        queryset=ModelScenario.objects.filter(archived_at__isnull=True), required=False
-    )
-    site = TeamScopedPrimaryKeyField(
-        queryset=SiteScenario.objects.filter(archived_at__isnull=True), required=False
-    )
+    cluster = TeamScopedPrimaryKeyField(queryset=ClusterScenario.objects.all(), required=False)
+    model = TeamScopedPrimaryKeyField(queryset=ModelScenario.objects.all(), required=False)
+    site = TeamScopedPrimaryKeyField(queryset=SiteScenario.objects.all(), required=False)
 
 
 class RunAcceptedSerializer(serializers.Serializer):

@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import django_filters
 from django.db.models import Model, QuerySet
 from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework import serializers, viewsets
@@ -108,6 +109,28 @@ class PlannerViewMixin(APIView):
             f"This token's scope is read: it may only read (GET). {request.method} needs a read_write token."
         )
 
+    def filter_queryset(self, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        """The list's filters and ordering, on lists only: a row is found by its id whatever the list's
+        defaults say (an archived cluster, which live plans and stored results still name, is not listed
+        by default but is still ``GET /clusters/{id}/``). Only lists take filter parameters
+        (``allowed_query_params``), so a detail route has nothing else to apply."""
+        if getattr(self, "action", None) not in (None, "list"):
+            return queryset
+        filtered: QuerySet[Any] = super().filter_queryset(queryset)  # type: ignore[misc]
+        return filtered
+
+    def repeatable_query_params(self, request: Request) -> set[str]:
+        """The list's filters that take several values as repeated parameters (``?kind=a&kind=b``)."""
+        action = getattr(self, "action", None) or (request.method or "get").lower()
+        filterset_class = getattr(self, "filterset_class", None)
+        if action != "list" or filterset_class is None:
+            return set()
+        return {
+            name
+            for name, spec in filterset_class.base_filters.items()
+            if isinstance(spec, django_filters.MultipleChoiceFilter)
+        }
+
     def allowed_query_params(self, request: Request) -> set[str]:
         allowed = {api_settings.URL_FORMAT_OVERRIDE or "format"}
         paginator = getattr(self, "paginator", None)
@@ -136,10 +159,13 @@ class PlannerViewMixin(APIView):
             raise serializers.ValidationError(
                 {name: [f"unknown query parameter; this endpoint takes: {known}"] for name in unknown}
             )
-        # ``?plans=1&plans=2`` would be read as its last value alone: every parameter here takes one value
-        # (a list is written once, comma-separated).
+        # ``?plans=1&plans=2`` would be read as its last value alone: a parameter takes one value (a list is
+        # written once, comma-separated), except a filter of several choices (``?kind=a&kind=b``).
+        repeatable = self.repeatable_query_params(request)
         repeated = sorted(
-            name for name in request.query_params if len(request.query_params.getlist(name)) > 1
+            name
+            for name in request.query_params
+            if name not in repeatable and len(request.query_params.getlist(name)) > 1
         )
         if repeated:
             raise serializers.ValidationError(

@@ -211,15 +211,23 @@ def test_a_result_made_stale_by_a_scenario_edit_is_flagged(world: World) -> None
     ]
 
 
-def test_a_renamed_site_whose_own_price_no_longer_applies_makes_its_result_stale(world: World) -> None:
+def test_a_renamed_site_keeps_its_own_price_and_its_result_stays_current(world: World) -> None:
+    """A site's team price is keyed by its name: a rename carries it (the team's book gets a version with the
+    price under the new name), so the plan solves with the same price and its result stays current."""
+    from scenarios.models import PriceBook
+
     plan = make_plan(world)
     publish(world.alpha, {"kind": "electricity", "key": f"site:{plan.site.name}", "value": 0.40})
     result = solve_plan(plan)
     assert result.prices["site.electricity_usd_per_kwh"]["value"] == 0.40
     services.scenario_update(scenario=plan.site, user=None, name="renamed site")
     detail = world.alice.client.get(f"/api/v1/results/{result.pk}/").json()
-    assert detail["current"] is False
-    assert detail["stale_reasons"][0].startswith("the prices the plan would be solved with now differ")
+    assert detail["current"] is True, detail["stale_reasons"]
+    book = PriceBook.objects.filter(team=world.alpha).order_by("-version").first()
+    assert book is not None and "renamed" in book.notes
+    assert {(e.kind, e.key, e.value) for e in book.entries.all()} == {
+        ("electricity", "site:renamed site", 0.40)
+    }
 
 
 def test_a_sweep_is_stale_once_a_book_changes_a_price_one_of_its_points_used(
