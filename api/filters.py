@@ -8,6 +8,7 @@ the unfiltered list."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 import django_filters
@@ -76,11 +77,17 @@ class BooleanFilter(django_filters.BooleanFilter):
     field_class = StrictBooleanField
 
 
+_SUB_MICROSECOND = re.compile(r"[.,]\d{7,}")
+
+
 class UtcDateTimeField(django_filters.fields.IsoDateTimeField):
     """An ISO 8601 instant, converted to UTC (PostgreSQL refuses offsets beyond ±15:59, which Python accepts
     up to ±24 h); one too close to year 1 or 9999 to convert is refused, under the parameter's own name."""
 
     def to_python(self, value: Any) -> dt.datetime | None:
+        if isinstance(value, str) and _SUB_MICROSECOND.search(value):
+            # stored instants are to the microsecond: read as one, 12:00:00.0000005 would move ``until`` back
+            raise forms.ValidationError("at most 6 decimals of a second (microseconds)")
         instant = super().to_python(value)
         if instant is None:
             return None

@@ -14,14 +14,16 @@ from rest_framework import mixins, serializers, viewsets
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination
 
-from api.filters import IdFilter, UtcDateTimeFilter
-from api.limits import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from api.filters import MAX_ID, IdFilter, UtcDateTimeFilter
+from api.limits import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, is_id_text
 from api.permissions import team_roles
 from api.serializers.events import EventSerializer
 from api.views.base import TeamScopedViewSetMixin
 from scenarios.models import EVENT_KIND_CHOICES, Event
 
 PUBLIC_PREFIX = "evt_"
+# The header of the feed's pages that says where tailing (``?after=``) may start without skipping an event.
+SETTLED_HEADER = "Events-Settled-Through"
 
 
 def feed_of(request: Any) -> QuerySet[Event]:
@@ -95,6 +97,15 @@ class EventCursorPagination(CursorPagination):
         # Tailing reads forward from a known event; the feed otherwise reads newest first.
         return ("id",) if request.query_params.get("after") else ("-id",)
 
+    def decode_cursor(self, request: Any) -> Any:
+        """DRF's cursor, whose position is an event's id: a cursor whose position is not one (a tampered
+        ``p=abc``) is DRF's "Invalid cursor" 404, like any other cursor it cannot read (it was a 500)."""
+        cursor = super().decode_cursor(request)
+        position = None if cursor is None else cursor.position
+        if position is not None and not (is_id_text(str(position)) and int(position) <= MAX_ID):
+            raise NotFound(self.invalid_cursor_message)
+        return cursor
+
 
 @extend_schema_view(
     list=extend_schema(
@@ -102,7 +113,16 @@ class EventCursorPagination(CursorPagination):
         parameters=[
             OpenApiParameter(
                 "cursor", OpenApiTypes.STR, description="The opaque cursor of the next or previous page."
-            )
+            ),
+            OpenApiParameter(
+                SETTLED_HEADER,
+                OpenApiTypes.STR,
+                location=OpenApiParameter.HEADER,
+                response=True,
+                description="The newest of your events that no open transaction can precede (evt_...): "
+                "start tailing with ?after= from it, not from the newest event listed, which an event still "
+                "committing may precede.",
+            ),
         ],
     ),
     retrieve=extend_schema(tags=["events"], parameters=[OpenApiParameter("id", OpenApiTypes.STR, "path")]),
@@ -142,3 +162,19 @@ class EventViewSet(
 
     def check_object_permissions(self, request: Any, obj: Any) -> None:
         return None  # reading: the queryset is already the caller's teams and the global events
+
+    def list(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        """The page, and (``SETTLED_HEADER``) the newest of the caller's events that no transaction still
+        open can precede: where a client starts tailing with ``?after=``. The newest event listed may not
+        be that one: an event of a transaction that started earlier can still commit with a smaller id."""
+        response = super().list(request, *args, **kwargs)
+        settled = (
+            feed_of(request)
+            .filter(created_at__lt=RawSQL(SETTLED_BEFORE_SQL, []))
+            .order_by("-id")
+            .values_list("uid", flat=True)
+            .first()
+        )
+        if settled is not None:
+            response[SETTLED_HEADER] = f"{PUBLIC_PREFIX}{settled.hex}"
+        return response

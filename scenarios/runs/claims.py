@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import F, Q, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from scenarios import conf
@@ -171,9 +172,11 @@ def runs_release(*, run_ids: Sequence[int], claim: Claim) -> list[int]:
 
 
 def run_progress(*, run_id: int, claim: Claim, points_done: int, points_total: int | None = None) -> bool:
-    """Record progress of a search or sweep and extend its lease (a long run is not taken for lost)."""
+    """Record progress of a search or sweep and extend its lease (a long run is not taken for lost). Progress
+    never goes back: a run taken up again after its worker was lost counts its points from 0 while the row
+    still holds the lost attempt's count, which a client polling the run keeps seeing until it is passed."""
     values: dict[str, Any] = {
-        "points_done": points_done,
+        "points_done": Greatest(F("points_done"), Value(points_done)),
         "lease_expires_at": timezone.now() + dt.timedelta(seconds=conf.run_lease_s()),
     }
     if points_total is not None:

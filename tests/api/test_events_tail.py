@@ -5,8 +5,10 @@ that took a higher id. A client reading forward from the newest event it saw mus
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,31 +33,42 @@ def _tail(world: World, after: str | None) -> list[dict[str, Any]]:
     return rows
 
 
-def test_an_event_committed_after_a_newer_one_is_not_skipped_by_a_tailing_client() -> None:
-    world = build_world()
-    _record(world.alpha.pk, "seen first")
-    time.sleep(1.1)
-    (start,) = _tail(world, None)
-    slow_written, slow_may_commit = threading.Event(), threading.Event()
+@contextlib.contextmanager
+def _slow_event(team_id: int) -> Iterator[threading.Event]:
+    """An event "slow" written in a transaction left open (it takes the lower id) until the body sets the
+    yielded flag, then committed; the body writes a newer event meanwhile."""
+    written, may_commit = threading.Event(), threading.Event()
 
     def slow() -> None:
         try:
             with transaction.atomic():
-                _record(world.alpha.pk, "slow")  # takes the lower id, commits last
-                slow_written.set()
-                assert slow_may_commit.wait(30)
+                _record(team_id, "slow")
+                written.set()
+                assert may_commit.wait(30)
         finally:
             connection.close()
 
     thread = threading.Thread(target=slow)
     thread.start()
-    assert slow_written.wait(30)
-    _record(world.alpha.pk, "fast")  # a higher id, committed at once
+    try:
+        assert written.wait(30)
+        yield may_commit
+    finally:
+        may_commit.set()
+        thread.join(30)
+
+
+def test_an_event_committed_after_a_newer_one_is_not_skipped_by_a_tailing_client() -> None:
+    world = build_world()
+    _record(world.alpha.pk, "seen first")
     time.sleep(1.1)
-    # While the slow transaction is open, the tail holds back the fast event rather than skip the slow one.
-    assert _tail(world, start["id"]) == []
-    slow_may_commit.set()
-    thread.join(30)
+    (start,) = _tail(world, None)
+    with _slow_event(world.alpha.pk) as may_commit:
+        _record(world.alpha.pk, "fast")  # a higher id, committed at once
+        time.sleep(1.1)
+        # While the slow transaction is open, the tail holds back the fast event rather than skip the slow one.
+        assert _tail(world, start["id"]) == []
+        may_commit.set()
     time.sleep(1.1)
     tail = _tail(world, start["id"])
     assert [row["payload"]["name"] for row in tail] == ["slow", "fast"]
@@ -64,3 +77,20 @@ def test_an_event_committed_after_a_newer_one_is_not_skipped_by_a_tailing_client
         "slow",
         "fast",
     ]
+
+
+def test_tailing_from_the_settled_header_skips_nothing() -> None:
+    """Read the newest-first feed, then ``?after=`` the event its ``Events-Settled-Through`` header names. The
+    newest event listed may not be settled (an open transaction holds a lower id): a tail from it would never
+    show the event that commits later; a tail from the header's misses nothing."""
+    world = build_world()
+    _record(world.alpha.pk, "old")
+    time.sleep(1.1)
+    with _slow_event(world.alpha.pk):
+        _record(world.alpha.pk, "fast")
+        page = world.alice.client.get("/api/v1/events/")
+        start = page["Events-Settled-Through"]
+    newest = page.json()["results"][0]
+    assert newest["payload"]["name"] == "fast" and start != newest["id"]  # the newest listed is not settled
+    time.sleep(1.1)
+    assert {row["payload"]["name"] for row in _tail(world, start)} >= {"slow", "fast"}
