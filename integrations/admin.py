@@ -4,19 +4,47 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest
+from django.utils import timezone
 
+from integrations import services
 from integrations.models import Delivery, DeliveryAttempt, DeliveryEvent, Endpoint
+
+
+class EndpointAdminForm(forms.ModelForm):
+    """An endpoint changed here is held to the API's rules (``services.endpoint_fields_clean``: the URL's
+    outbound checks, known event kinds, valid thresholds, a plan of the endpoint's team, the limits)."""
+
+    class Meta:
+        model = Endpoint
+        fields = ("url", "description", "event_kinds", "thresholds", "plan_id", "batch_size", "failure_limit")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        changed = {name: data.get(name) for name in self.changed_data if name in services.EDITABLE}
+        if changed and self.instance.pk is not None:
+            try:
+                data["_clean"] = services.endpoint_fields_clean(self.instance.team, changed)
+            except ValidationError as exc:
+                for field, messages in exc.message_dict.items():
+                    name = "plan_id" if field == "plan" else field
+                    self.add_error(name if name in self.fields else None, messages)
+        return data
 
 
 @admin.register(Endpoint)
 class EndpointAdmin(admin.ModelAdmin):
+    form = EndpointAdminForm
     list_display = ("id", "team", "url", "enabled", "consecutive_failures", "failure_limit", "batch_size")
     list_filter = ("enabled",)
     search_fields = ("url", "description", "team__slug")
-    exclude = ("secret", "previous_secret")
+    actions = ("enable_again", "disable")
     readonly_fields = (
+        # enabled: the actions below, which reset the failure count or say why, as the API does
+        "enabled",
         "team",
         "created_by",
         "created_at",
@@ -32,6 +60,29 @@ class EndpointAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # the secret is generated and shown once by the API
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        clean = form.cleaned_data.get("_clean") or {}
+        if clean:
+            services.endpoint_update(endpoint=Endpoint.objects.get(pk=obj.pk), fields=clean)
+        obj.refresh_from_db()
+
+    @admin.action(description="Enable again (the failure count starts over)", permissions=["change"])
+    def enable_again(self, request: HttpRequest, queryset: Any) -> None:
+        for endpoint in queryset:
+            services.endpoint_enable(endpoint=endpoint)
+        self.message_user(request, f"enabled {queryset.count()} endpoints")
+
+    @admin.action(description="Disable", permissions=["change"])
+    def disable(self, request: HttpRequest, queryset: Any) -> None:
+        now = timezone.now()
+        count = queryset.filter(enabled=True).update(
+            enabled=False,
+            disabled_at=now,
+            disabled_reason=f"disabled in the admin by {request.user}",
+            updated_at=now,
+        )
+        self.message_user(request, f"disabled {count} endpoints")
 
 
 class DeliveryEventInline(admin.TabularInline):

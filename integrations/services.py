@@ -61,7 +61,9 @@ def clean_thresholds(raw: Any) -> dict[str, float]:
         raise ValidationError({"thresholds": [str(exc)]}) from None
 
 
-def _clean(team: Team, fields: Mapping[str, Any]) -> dict[str, Any]:
+def endpoint_fields_clean(team: Team, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The editable fields of an endpoint (``EDITABLE``) as stored, or ``ValidationError`` naming the field:
+    the rules of the API, the admin and the services alike."""
     clean = dict(fields)
     if "url" in clean:
         clean["url"] = check_url(str(clean["url"]))
@@ -100,7 +102,7 @@ def endpoint_create(
     failure_limit: int = DEFAULT_FAILURE_LIMIT,
 ) -> WithSecret:
     """A new endpoint that receives the events recorded from now on (not the past feed)."""
-    clean = _clean(
+    clean = endpoint_fields_clean(
         team,
         {
             "url": url,
@@ -127,7 +129,7 @@ def endpoint_create(
 
 
 def endpoint_update(*, endpoint: Endpoint, fields: Mapping[str, Any]) -> Endpoint:
-    clean = _clean(endpoint.team, fields)
+    clean = endpoint_fields_clean(endpoint.team, fields)
     if not clean:
         return endpoint
     for name, value in clean.items():

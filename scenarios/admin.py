@@ -51,8 +51,23 @@ class MembershipInline(admin.TabularInline):
     autocomplete_fields = ("user",)
 
 
+class TeamAdminForm(forms.ModelForm):
+    class Meta:
+        model = Team
+        fields = ("name", "slug", "alert_thresholds")
+
+    def clean_alert_thresholds(self) -> dict[str, float]:
+        from scenarios import events
+
+        try:  # the API's rule (``events.validate_thresholds``)
+            return events.validate_thresholds(self.cleaned_data.get("alert_thresholds") or {})
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+
+
 @admin.register(Team)
 class TeamAdmin(admin.ModelAdmin):
+    form = TeamAdminForm
     list_display = ("slug", "name", "created_at")
     search_fields = ("slug", "name")
     prepopulated_fields = {"slug": ("name",)}  # noqa: RUF012
@@ -75,17 +90,52 @@ class MembershipAdmin(admin.ModelAdmin):
     autocomplete_fields = ("user",)
 
 
+class ScenarioAdminForm(forms.ModelForm):
+    """A name or an un-archive is held to the live-name rule of the API (``services.check_live_name``), with
+    the form's error instead of the database's (a 500)."""
+
+    class Meta:
+        fields = ("name", "description", "archived_at")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        instance = self.instance
+        live = data.get("archived_at", instance.archived_at) is None
+        if live and {"name", "archived_at"} & set(self.changed_data):
+            try:
+                services.check_live_name(
+                    type(instance), team=instance.team, name=data.get("name") or "", exclude_pk=instance.pk
+                )
+            except ValidationError as exc:
+                self.add_error("name", exc.message_dict.get("name", exc.messages))
+        return data
+
+
 class ScenarioAdmin(admin.ModelAdmin):
+    """Scenarios are made through the API or the dashboard (a checked document, the first revision); here a
+    name, a description and the archive are changed, through the services (a site's renamed team price is
+    carried to its new name, ``services.scenario_update``)."""
+
+    form = ScenarioAdminForm
     list_display = ("name", "team", "latest_revision", "archived_at", "updated_at")
     list_filter = ("team", "archived_at")
     search_fields = ("name", "description")
-    readonly_fields = ("latest_revision", "created_at", "updated_at")
+    # A scenario's team is chosen when it is made: moved later, it would leave the plans and results of its
+    # first team on another team's scenario (the API has no way to move one either).
+    readonly_fields = ("team", "latest_revision", "created_at", "updated_at")
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        # A scenario's team is chosen when it is added: moved later, it would leave the plans and results of
-        # its first team on another team's scenario (the API has no way to move one either).
-        fields = tuple(super().get_readonly_fields(request, obj))
-        return fields if obj is None else (*fields, "team")
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        stored = type(obj)._default_manager.get(pk=obj.pk)
+        data = form.cleaned_data
+        services.scenario_update(
+            scenario=stored, user=request.user, name=data["name"], description=data["description"]
+        )
+        if "archived_at" in form.changed_data:
+            type(obj)._default_manager.filter(pk=obj.pk).update(archived_at=data["archived_at"])
+        obj.refresh_from_db()
 
 
 class RevisionAdmin(ReadOnlyAdmin):
@@ -253,6 +303,12 @@ class PriceFeedForm(forms.ModelForm):
         from scenarios import feeds
 
         data = super().clean() or {}
+        # The service's name rule, here so that it is the form's error, not a 500 (on the change page the team
+        # is read-only, so the form's own unique check leaves the team out).
+        team = self.instance.team if self.instance.pk is not None else data.get("team")
+        name = data.get("name")
+        if name and PriceFeed.objects.filter(team=team, name=name).exclude(pk=self.instance.pk).exists():
+            self.add_error("name", f"a feed named {name!r} exists already")
         every_s, spec = data.get("every_s"), (data.get("crontab") or "").strip() or None
         if every_s is None and spec is None:
             if self.instance.pk is None:
@@ -306,7 +362,7 @@ class PriceFeedAdmin(admin.ModelAdmin):
         obj.pk = saved.pk
         obj.refresh_from_db()
 
-    @admin.action(description="Poll the selected feeds now")
+    @admin.action(description="Poll the selected feeds now", permissions=["change"])
     def poll_now(self, request: HttpRequest, queryset: Any) -> None:
         from scenarios import feeds
 

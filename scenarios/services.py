@@ -149,7 +149,7 @@ def _validate_part(part: str, document: Any) -> dict[str, Any]:
     return dict(document)
 
 
-def _check_live_name(
+def check_live_name(
     model: type[ScenarioBase] | type[Plan], *, team: Team, name: str, exclude_pk: int | None
 ) -> None:
     if not name or not name.strip():
@@ -167,7 +167,7 @@ def scenario_create(
     """A named scenario of ``kind`` (cluster, model or site) with its first revision."""
     model = _scenario_model(kind)
     doc = _validate_part(model.part, document)
-    _check_live_name(model, team=team, name=name, exclude_pk=None)
+    check_live_name(model, team=team, name=name, exclude_pk=None)
     try:
         with transaction.atomic():
             scenario = _manager(model).create(team=team, name=name, description=description)
@@ -224,7 +224,7 @@ def scenario_edit(
     model = type(scenario)
     doc = _validate_part(model.part, document) if document is not None else None
     if name is not None and name != scenario.name:
-        _check_live_name(model, team=scenario.team, name=name, exclude_pk=scenario.pk)
+        check_live_name(model, team=scenario.team, name=name, exclude_pk=scenario.pk)
     with transaction.atomic():
         # The row lock serialises revision numbering between concurrent edits.
         locked = (
@@ -492,7 +492,7 @@ def plan_create(*, team: Team, user: UserLike, **fields: Any) -> Plan:
     if missing:
         raise ValidationError({name: ["required"] for name in missing})
     values = plan_values(team=team, fields=fields, current=None)
-    _check_live_name(Plan, team=team, name=values["name"], exclude_pk=None)
+    check_live_name(Plan, team=team, name=values["name"], exclude_pk=None)
     plan = Plan(team=team, created_by=_user(user), **values)
     validate_plan_document(plan)
     try:
@@ -507,7 +507,7 @@ def plan_create(*, team: Team, user: UserLike, **fields: Any) -> Plan:
 def plan_update(*, plan: Plan, user: UserLike, **fields: Any) -> Plan:
     values = plan_values(team=plan.team, fields=fields, current=plan)
     if "name" in values and values["name"] != plan.name:
-        _check_live_name(Plan, team=plan.team, name=values["name"], exclude_pk=plan.pk)
+        check_live_name(Plan, team=plan.team, name=values["name"], exclude_pk=plan.pk)
     solved_change = any(
         name not in PLAN_LABEL_FIELDS and value != getattr(plan, name) for name, value in values.items()
     )

@@ -85,8 +85,10 @@ class RevisionBase(ImmutableModel):
 
     number = models.PositiveIntegerField()
     document = models.JSONField()
+    # PROTECT, not SET_NULL: the row is immutable (the database refuses the UPDATE that SET_NULL is), so its
+    # author is deactivated rather than deleted, and the row keeps saying who wrote it.
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     created_at = models.DateTimeField(default=timezone.now, editable=False)
 

@@ -48,8 +48,10 @@ class PriceBook(ImmutableModel):
     name = models.CharField(max_length=200)
     notes = models.TextField(blank=True, default="")
     source = models.CharField(max_length=500, blank=True, default="")
+    # PROTECT, not SET_NULL: the row is immutable (the database refuses the UPDATE that SET_NULL is), so its
+    # author is deactivated rather than deleted, and the row keeps saying who wrote it.
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     published_at = models.DateTimeField(default=timezone.now)
     # The default describes a book created without saying how (and the books published before modes
