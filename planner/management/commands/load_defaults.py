@@ -1,5 +1,5 @@
-"""Load what a fresh installation needs: the global price book from the catalog's sourced defaults and the
-beat schedules. Idempotent: running it again changes nothing."""
+"""Load what a fresh installation needs: the global price book from the catalog's sourced defaults (the beat
+schedules come from migrations). Idempotent: running it again changes nothing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand
 
 
 class Command(BaseCommand):
-    help = "Load the default global price book and beat schedules (idempotent)."
+    help = "Load the default global price book (idempotent; the beat schedules come from migrations)."
 
     def handle(self, *args: Any, **options: Any) -> None:
         from scenarios.defaults import load_defaults
