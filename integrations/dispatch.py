@@ -161,10 +161,18 @@ def matches(endpoint: Endpoint, event: Event) -> bool:
             return False
         for figure, threshold in endpoint.thresholds.items():
             fraction = _fraction(deltas, figure)
-            if fraction is not None and abs(fraction) >= float(threshold):
+            limit = _number(threshold)  # stored unchecked before the admin held to the API's rule
+            if fraction is not None and limit is not None and abs(fraction) >= limit:
                 return True
         return False
     return True
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 # --- fan-out ----------------------------------------------------------------------------------------------
@@ -185,6 +193,8 @@ late AS (
     WHERE (e.team_id = %(team)s OR e.team_id IS NULL)
       AND e.id <= %(mark)s
       AND e.created_at > %(lookback)s
+      -- an endpoint receives the events recorded since it was made (its first horizon may be older)
+      AND e.created_at >= %(since)s
       -- the writing transaction's full id (xmin is its low 32 bits) was not finished at the last horizon
       AND snap.xmax - ((snap.xmax - e.xmin::text::bigint) & 4294967295) >= %(horizon)s
       AND NOT EXISTS (
@@ -222,6 +232,7 @@ def _candidates(endpoint: Endpoint) -> tuple[list[int], int | None, bool, int]:
         "mark": endpoint.last_event_id,
         "limit": FAN_OUT_CHUNK,
         "lookback": timezone.now() - LATE_LOOKBACK,
+        "since": endpoint.created_at,
         "horizon": endpoint.horizon_xid,
         "endpoint": endpoint.pk,
     }
@@ -345,7 +356,8 @@ def backoff(attempts: int, *, rng: random.Random | None = None) -> timedelta:
 
 
 def _excerpt(body: bytes) -> str:
-    return body[:RESPONSE_EXCERPT_BYTES].decode("utf-8", errors="replace")
+    # NUL is the one character PostgreSQL's text refuses: a binary or UTF-16 answer would fail the record
+    return body[:RESPONSE_EXCERPT_BYTES].decode("utf-8", errors="replace").replace("\x00", "\ufffd")
 
 
 def _send(endpoint: Endpoint, delivery: Delivery, now: datetime) -> tuple[int | None, str, float, str]:
@@ -384,21 +396,36 @@ def _send(endpoint: Endpoint, delivery: Delivery, now: datetime) -> tuple[int | 
     return answer.status, "", answer.latency_s * 1000, _excerpt(answer.body)
 
 
-def _take(delivery_id: int, token: uuid.UUID, now: datetime) -> bool:
-    """Re-take the lease of a claim that is still ours (conditional UPDATE)."""
-    return bool(
-        Delivery.objects.filter(
-            pk=delivery_id, claim_token=token, status=DELIVERY_PENDING, lease_until__gt=now
-        ).update(lease_until=now + lease())
+def _take(delivery_id: int, token: uuid.UUID, now: datetime) -> uuid.UUID | None:
+    """Take a claim that is still ours for one attempt (a conditional UPDATE): its lease renewed and its token
+    replaced by the attempt's own, returned. So the same task run twice at once (a message put back while its
+    first copy still runs) sends once: the second copy's token no longer matches. A claim whose endpoint was
+    disabled meanwhile (by its failures or by an operator) is let go instead: nothing more is sent to it."""
+    attempt_token = uuid.uuid4()
+    # endpoint_id IN (...), not a join: Django turns a joined UPDATE into "id IN (a subquery)", which a
+    # concurrent UPDATE's commit does not re-check, and both copies would take the claim.
+    taken = Delivery.objects.filter(
+        pk=delivery_id,
+        claim_token=token,
+        status=DELIVERY_PENDING,
+        lease_until__gt=now,
+        endpoint_id__in=Endpoint.objects.filter(enabled=True).values("pk"),
+    ).update(lease_until=now + lease(), claim_token=attempt_token)
+    if taken:
+        return attempt_token
+    Delivery.objects.filter(pk=delivery_id, claim_token=token, status=DELIVERY_PENDING).update(
+        claim_token=None, lease_until=None
     )
+    return None
 
 
 def attempt(delivery_id: int, token: uuid.UUID | str, *, now: datetime | None = None) -> Outcome:
     """Send one claimed delivery and record the attempt (a claim lost meanwhile sends nothing)."""
     now = now or timezone.now()
-    token = uuid.UUID(str(token))
-    if not _take(delivery_id, token, now):
+    taken = _take(delivery_id, uuid.UUID(str(token)), now)
+    if taken is None:
         return Outcome(sent=False)
+    token = taken
     delivery = Delivery.objects.select_related("endpoint").get(pk=delivery_id)
     endpoint = delivery.endpoint
     status_code, error, latency_ms, excerpt = _send(endpoint, delivery, now)
