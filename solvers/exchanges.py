@@ -413,7 +413,9 @@ def dp_exchange(
     parameters' (``training.fp8_param_gather``: the experts all FP8, the embeddings and output layer BF16).
 
     ``buckets`` collectives of equal size are issued (one per layer on the stage, as Megatron and FSDP
-    do); it only matters for the latency term. Example (seed 004 §5.3): Llama 3 405B pure DP on 16,384 GPUs:
+    do); it only matters for the latency term, which is one collective's a bucket although a bucket's
+    reduce-scatter and all-gather are two (a known simplification: under 0.1% of a step, CONVENTIONS.md
+    "Not modelled"). Example (seed 004 §5.3): Llama 3 405B pure DP on 16,384 GPUs:
     2 x 16,383/16,384 x 810 GB = 1.62 TB per GPU.
     """
     nb = 1.0 * maximum(buckets, 1)
