@@ -113,3 +113,7 @@ class DeliveryAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # view only: a save would write back every column as read, over a dispatcher's update made meanwhile
+        return False

@@ -255,6 +255,10 @@ class RunAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # view only: a save would write back every column as read, over a worker's update made meanwhile
+        return False
+
 
 @admin.register(Result)
 class ResultAdmin(ReadOnlyAdmin):

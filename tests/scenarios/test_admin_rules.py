@@ -239,3 +239,19 @@ def test_renaming_a_scenario_to_a_live_name_in_the_admin_is_not_a_500(admin_clie
     )
     assert response.status_code == 200, response.status_code
     assert ClusterScenario.objects.get(pk=other.pk).name == "other"
+
+
+def test_runs_and_deliveries_are_view_only_in_the_admin(admin_user: Any) -> None:
+    """Their state is the workers': a saved change page would write back every column as read, over an update
+    a worker made meanwhile."""
+    from django.contrib import admin
+    from django.test import RequestFactory
+
+    from integrations.models import Delivery
+    from scenarios.models import Run
+
+    request = RequestFactory().get("/admin/")
+    request.user = admin_user
+    for model in (Run, Delivery):
+        model_admin = admin.site._registry[model]
+        assert model_admin.has_view_permission(request) and not model_admin.has_change_permission(request)
