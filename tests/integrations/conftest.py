@@ -138,3 +138,22 @@ def webhook_settings(settings: Any) -> Any:
     settings.WEBHOOK_BACKOFF_BASE_S = 5.0
     settings.WEBHOOK_BACKOFF_MAX_S = 3600.0
     return settings
+
+
+def emit(team: Any, kind: str = "price_book.published", **kwargs: Any) -> Any:
+    """Record one event as the scenarios layer does and return the stored row."""
+    from scenarios import events
+    from scenarios.models import Event
+
+    payload = kwargs.pop("payload", {"note": kind})
+    row = events.event(kind=kind, team_id=team.pk if team is not None else None, payload=payload, **kwargs)
+    events.record([row])
+    return Event.objects.get(uid=row.uid)
+
+
+def endpoint(team: Any, url: str, **kwargs: Any) -> tuple[Any, str]:
+    """A new endpoint of ``team`` and its signing secret (shown once)."""
+    from integrations import services
+
+    created = services.endpoint_create(team=team, user=None, url=url, **kwargs)
+    return created.endpoint, created.secret

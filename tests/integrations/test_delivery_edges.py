@@ -9,26 +9,12 @@ from typing import Any
 import pytest
 from django.db import transaction
 
-from integrations import dispatch, services
-from integrations.models import Delivery, Endpoint
-from scenarios import events
-from scenarios.models import Event
-from tests.integrations.conftest import Received, Receiver
+from integrations import dispatch
+from integrations.models import Delivery
+from tests.integrations.conftest import Received, Receiver, emit, endpoint
 from tests.scenarios.factories import make_team
 
 pytestmark = pytest.mark.usefixtures("webhook_settings")
-
-
-def emit(team: Any, kind: str = "price_book.published", **kwargs: Any) -> Event:
-    payload = kwargs.pop("payload", {"note": kind})
-    row = events.event(kind=kind, team_id=team.pk if team is not None else None, payload=payload, **kwargs)
-    events.record([row])
-    return Event.objects.get(uid=row.uid)
-
-
-def endpoint(team: Any, url: str, **kwargs: Any) -> tuple[Endpoint, str]:
-    created = services.endpoint_create(team=team, user=None, url=url, **kwargs)
-    return created.endpoint, created.secret
 
 
 @pytest.mark.django_db

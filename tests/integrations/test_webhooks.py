@@ -18,30 +18,16 @@ from standardwebhooks import Webhook, WebhookVerificationError
 
 from integrations import dispatch, services
 from integrations.models import Delivery, DeliveryAttempt, DeliveryEvent, Endpoint
-from scenarios import events
 from scenarios.models import Event
-from tests.integrations.conftest import Receiver
+from tests.integrations.conftest import Receiver, emit, endpoint
 from tests.scenarios.factories import make_plan, make_team
 
 pytestmark = pytest.mark.usefixtures("webhook_settings")
 
 
-def emit(team: Any, kind: str = "price_book.published", **kwargs: Any) -> Event:
-    """Record one event as the scenarios layer does and return the stored row."""
-    payload = kwargs.pop("payload", {"note": kind})
-    row = events.event(kind=kind, team_id=team.pk if team is not None else None, payload=payload, **kwargs)
-    events.record([row])
-    return Event.objects.get(uid=row.uid)
-
-
 def result_stored(team: Any, **fractions: float | None) -> Event:
     deltas = {name: {"previous": 1.0, "current": 1.0, "change_fraction": f} for name, f in fractions.items()}
     return emit(team, "result.stored", payload={"result": 1, "figures": {}, "deltas": deltas})
-
-
-def endpoint(team: Any, url: str, **kwargs: Any) -> tuple[Endpoint, str]:
-    created = services.endpoint_create(team=team, user=None, url=url, **kwargs)
-    return created.endpoint, created.secret
 
 
 # --- signatures -------------------------------------------------------------------------------------------
