@@ -207,15 +207,17 @@ SELECT snap.horizon, 'late', late.id FROM snap JOIN late ON true
 """
 
 
-def feed_position() -> tuple[int, int]:
-    """(the newest event id, the transaction horizon) now: where a new endpoint starts reading."""
+def feed_position() -> tuple[int, int, datetime]:
+    """(the newest event id, the transaction horizon, the database's clock) now: where a new endpoint starts
+    reading. The clock is the one events are stamped with (``created_at``), which the late-event check
+    compares with the endpoint's creation, so the web host's clock has no say."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT COALESCE(MAX(id), 0), pg_snapshot_xmin(pg_current_snapshot())::text::bigint "
-            f"FROM {Event._meta.db_table}"
+            f"SELECT COALESCE(MAX(id), 0), pg_snapshot_xmin(pg_current_snapshot())::text::bigint, "
+            f"clock_timestamp() FROM {Event._meta.db_table}"
         )
-        mark, horizon = cursor.fetchone()
-    return int(mark), int(horizon)
+        mark, horizon, clock = cursor.fetchone()
+    return int(mark), int(horizon), clock
 
 
 @dataclass(frozen=True)

@@ -116,9 +116,10 @@ def endpoint_create(
     )
     secret = dispatch.new_secret()
     with transaction.atomic():
-        mark, horizon = dispatch.feed_position()
+        mark, horizon, clock = dispatch.feed_position()
         endpoint = Endpoint.objects.create(
             team=team,
+            created_at=clock,
             created_by=user if getattr(user, "pk", None) else None,
             secret=secret,
             last_event_id=mark,

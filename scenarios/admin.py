@@ -101,6 +101,10 @@ class ScenarioAdminForm(forms.ModelForm):
         data = super().clean() or {}
         instance = self.instance
         live = data.get("archived_at", instance.archived_at) is None
+        if "name" in self.changed_data:
+            problem = services.site_rename_problem(instance, data.get("name") or "")
+            if problem is not None:
+                self.add_error("name", problem)
         if live and {"name", "archived_at"} & set(self.changed_data):
             try:
                 services.check_live_name(
@@ -128,13 +132,23 @@ class ScenarioAdmin(admin.ModelAdmin):
         return False
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        stored = type(obj)._default_manager.get(pk=obj.pk)
+        manager = type(obj)._default_manager
         data = form.cleaned_data
+        # renamed first, as the form checked it (a live site's price is carried), then archived or not
         services.scenario_update(
-            scenario=stored, user=request.user, name=data["name"], description=data["description"]
+            scenario=manager.get(pk=obj.pk),
+            user=request.user,
+            name=data["name"],
+            description=data["description"],
         )
-        if "archived_at" in form.changed_data:
-            type(obj)._default_manager.filter(pk=obj.pk).update(archived_at=data["archived_at"])
+        if "archived_at" in form.changed_data and data["archived_at"] is not None:
+            services.scenario_archive(scenario=manager.get(pk=obj.pk), user=request.user)
+        elif "archived_at" in form.changed_data:
+            live = manager.get(pk=obj.pk)
+            live.archived_at = None
+            live.save(
+                update_fields=["archived_at", "updated_at"]
+            )  # a save, not an UPDATE: the audit log sees it
         obj.refresh_from_db()
 
 

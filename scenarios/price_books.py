@@ -140,6 +140,10 @@ def _unknown_key(what: str, name: str, known: Iterable[str], *, prefix: str = ""
     return f"unknown {what} {name!r}; known: {listed}"
 
 
+# The stored key's length: "site:" and a site's name of up to 200 characters.
+_KEY_MAX: int = PriceEntry._meta.get_field("key").max_length or 0
+
+
 def _live_site_names(team: Team) -> frozenset[str]:
     return frozenset(
         SiteScenario.objects.filter(team=team, archived_at__isnull=True).values_list("name", flat=True)
@@ -189,8 +193,8 @@ def _price_entry_clean(
         errors[f"{path}.kind"] = [f"must be one of {', '.join(sorted(PRICE_UNITS))}"]
         return None
     key = raw.get("key")
-    if not isinstance(key, str) or not key.strip() or len(key) > 200:
-        errors[f"{path}.key"] = ["must be a non-empty string of at most 200 characters"]
+    if not isinstance(key, str) or not key.strip() or len(key) > _KEY_MAX:
+        errors[f"{path}.key"] = [f"must be a non-empty string of at most {_KEY_MAX} characters"]
         return None
     key = key.strip()
     remove = raw.get("remove", False)

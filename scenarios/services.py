@@ -236,6 +236,9 @@ def scenario_edit(
         changed: list[str] = []
         old_name = locked.name
         if name is not None and name != locked.name:
+            problem = site_rename_problem(locked, name)
+            if problem is not None:
+                raise ValidationError({"name": [problem]})
             locked.name = name
             changed.append("name")
         if description is not None and description != locked.description:
@@ -265,21 +268,38 @@ def scenario_edit(
     return ScenarioEdit(scenario=locked, following_plans=following)
 
 
+def site_rename_problem(scenario: ScenarioBase, name: str) -> str | None:
+    """Why ``scenario`` cannot be renamed ``name`` here, or None: an archived site whose team price is keyed by
+    its name (``site:<name>``) would lose it, and a book can name only a live site."""
+    if not isinstance(scenario, SiteScenario) or scenario.archived_at is None or name == scenario.name:
+        return None
+    if _site_price_entry(scenario, scenario.name) is None:
+        return None
+    return "the site is archived and the team's price book prices it by its name: un-archive it to rename it"
+
+
+def _site_price_entry(scenario: SiteScenario, name: str) -> Any:
+    book = pricing.newest_books(team_ids=[scenario.team_id]).get(scenario.team_id)
+    key = f"{SITE_KEY_PREFIX}{name}"
+    entry = None if book is None else book.entries.filter(kind=PRICE_ELECTRICITY, key=key).first()
+    return None if entry is None else (book, entry)
+
+
 def _carry_site_price(scenario: ScenarioBase, old_name: str, user: UserLike) -> None:
     """A site's team price is keyed by the site's name (``site:<name>``, ``solvers.prices``): a rename
     carries it to the new name, so that no plan of the site loses it. The team's book in force gets its next
-    version (a patch: the price under the new name, the old key removed, ``source`` saying why), in the
-    rename's transaction; its fan-out finds no plan whose price moved."""
+    version (a patch: the price under the new name, ``source`` saying why), in the rename's transaction. The
+    old key is removed unless another site of the team (an archived one, whose plans still run) has the old
+    name. Its fan-out finds no plan whose price moved."""
     if not isinstance(scenario, SiteScenario):
         return
-    book = pricing.newest_books(team_ids=[scenario.team_id]).get(scenario.team_id)
-    old_key, new_key = f"{SITE_KEY_PREFIX}{old_name}", f"{SITE_KEY_PREFIX}{scenario.name}"
-    entry = None if book is None else book.entries.filter(kind=PRICE_ELECTRICITY, key=old_key).first()
-    if book is None or entry is None:
+    found = _site_price_entry(scenario, old_name)
+    if found is None:
         return
+    book, entry = found
     carried: dict[str, Any] = {
         "kind": PRICE_ELECTRICITY,
-        "key": new_key,
+        "key": f"{SITE_KEY_PREFIX}{scenario.name}",
         "value": entry.value,
         "unit": entry.unit,
     }
@@ -287,11 +307,18 @@ def _carry_site_price(scenario: ScenarioBase, old_name: str, user: UserLike) -> 
         carried["source"] = entry.source
     if entry.effective_date is not None:
         carried["effective_date"] = entry.effective_date.isoformat()
+    entries = [carried]
+    if (
+        not SiteScenario.objects.filter(team_id=scenario.team_id, name=old_name)
+        .exclude(pk=scenario.pk)
+        .exists()
+    ):
+        entries.append({"kind": PRICE_ELECTRICITY, "key": entry.key, "remove": True})
     price_book_publish(
         team=scenario.team,
         user=user,
         name=book.name,
-        entries=[carried, {"kind": PRICE_ELECTRICITY, "key": old_key, "remove": True}],
+        entries=entries,
         notes=f"site '{old_name}' renamed '{scenario.name}': its price carried to the new name",
         source=book.source,
         mode=PRICE_MODE_PATCH,

@@ -59,7 +59,7 @@ class PriceModeField(serializers.ChoiceField):
 class PriceEntrySerializer(serializers.ModelSerializer):
     kind = PriceKindField(choices=PRICE_KIND_CHOICES)
     key = serializers.CharField(
-        max_length=200,
+        max_length=PriceEntry._meta.get_field("key").max_length,
         help_text="accelerator/node: catalog key; cloud: accelerator key or 'provider:accelerator'; "
         "electricity: region key or 'site:<site name>' (team books only).",
     )

@@ -179,6 +179,15 @@ class PlannerViewMixin(APIView):
             )
 
 
+def refuse_archived(instance: Any, what: str) -> None:
+    """An archived scenario or plan is read through the API, not changed: reached by id so that the plans and
+    results that name it can be followed, it keeps what it was when archived."""
+    if getattr(instance, "archived_at", None) is not None:
+        raise serializers.ValidationError(
+            {"archived_at": [f"this {what} is archived: it can be read, not changed"]}
+        )
+
+
 class AuthenticatedAPIView(PlannerViewMixin):
     """Any authenticated caller, team or not (catalog, stateless solve)."""
 

@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from api.errors import error_response
 from api.filters import PlanFilter
 from api.serializers.plans import PlanSerializer, PlanUpdateSerializer, RunAcceptedSerializer
-from api.views.base import TeamScopedViewSetMixin, resolve_team
+from api.views.base import TeamScopedViewSetMixin, refuse_archived, resolve_team
 from scenarios.models import Plan
 
 
@@ -71,6 +71,7 @@ class PlanViewSet(
     def perform_update(self, serializer: Any) -> None:
         from scenarios import services
 
+        refuse_archived(serializer.instance, "plan")
         serializer.instance = services.plan_update(
             plan=serializer.instance, user=self.request.user, **serializer.validated_data
         )

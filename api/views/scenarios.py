@@ -15,7 +15,7 @@ from rest_framework.response import Response
 
 from api.filters import ClusterFilter, ModelFilter, ScenarioFilter, SiteFilter
 from api.serializers.scenarios import RevisionSerializer, ScenarioSerializer, ScenarioUpdateSerializer
-from api.views.base import TeamScopedViewSetMixin, resolve_team
+from api.views.base import TeamScopedViewSetMixin, refuse_archived, resolve_team
 from scenarios.models import ClusterScenario, ModelScenario, ScenarioBase, SiteScenario
 
 
@@ -79,6 +79,7 @@ class ScenarioViewSet(
     def perform_update(self, serializer: Any) -> None:
         from scenarios import services
 
+        refuse_archived(serializer.instance, "scenario")
         data = serializer.validated_data
         edit = services.scenario_edit(
             scenario=serializer.instance,

@@ -86,8 +86,8 @@ class PriceEntry(ImmutableModel):
     price_book = models.ForeignKey(PriceBook, on_delete=models.PROTECT, related_name="entries")
     kind = models.CharField(max_length=16, choices=PRICE_KIND_CHOICES)
     # accelerator / node: catalog key; cloud: "<accelerator>" or "<provider>:<accelerator>";
-    # electricity: region key or "site:<site scenario name>".
-    key = models.CharField(max_length=200)
+    # electricity: region key or "site:<site scenario name>" (a name has at most 200 characters).
+    key = models.CharField(max_length=len("site:") + 200)
     value = models.FloatField()
     unit = models.CharField(max_length=32)
     source = models.CharField(max_length=500, blank=True, default="")
