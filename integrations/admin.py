@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 from django.utils import timezone
 
-from integrations import services
+from integrations import dispatch, services
 from integrations.models import Delivery, DeliveryAttempt, DeliveryEvent, Endpoint
 
 
@@ -75,13 +75,8 @@ class EndpointAdmin(admin.ModelAdmin):
 
     @admin.action(description="Disable", permissions=["change"])
     def disable(self, request: HttpRequest, queryset: Any) -> None:
-        now = timezone.now()
-        count = queryset.filter(enabled=True).update(
-            enabled=False,
-            disabled_at=now,
-            disabled_reason=f"disabled in the admin by {request.user}",
-            updated_at=now,
-        )
+        reason = f"disabled in the admin by {request.user}"
+        count = dispatch.disable(queryset, reason=reason, last_error=reason, now=timezone.now())
         self.message_user(request, f"disabled {count} endpoints")
 
 

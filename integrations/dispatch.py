@@ -37,7 +37,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from standardwebhooks import Webhook
 
@@ -500,11 +500,25 @@ def _endpoint_health(*, endpoint_id: int, delivered: bool, error: str, now: date
         Endpoint.objects.filter(pk=endpoint_id, consecutive_failures__gt=0).update(consecutive_failures=0)
         return
     Endpoint.objects.filter(pk=endpoint_id).update(consecutive_failures=F("consecutive_failures") + 1)
-    reason = f"disabled after consecutive failed attempts; the last: {error}"[:1000]
-    disabled = Endpoint.objects.filter(
-        pk=endpoint_id, enabled=True, consecutive_failures__gte=F("failure_limit")
-    ).update(enabled=False, disabled_at=now, disabled_reason=reason, updated_at=now)
-    if disabled:
+    disable(
+        Endpoint.objects.filter(pk=endpoint_id, consecutive_failures__gte=F("failure_limit")),
+        reason=f"disabled after consecutive failed attempts; the last: {error}",
+        last_error=error,
+        now=now,
+    )
+
+
+def disable(endpoints: QuerySet[Endpoint], *, reason: str, last_error: str, now: datetime) -> int:
+    """Disable the enabled ones of ``endpoints``, each with its ``webhook.disabled`` event (after its
+    failures, or by an operator); returns how many were disabled."""
+    reason = reason[:1000]
+    disabled = 0
+    for endpoint_id in endpoints.filter(enabled=True).values_list("pk", flat=True):
+        if not endpoints.filter(pk=endpoint_id, enabled=True).update(
+            enabled=False, disabled_at=now, disabled_reason=reason, updated_at=now
+        ):
+            continue  # disabled (or no longer due) meanwhile
+        disabled += 1
         endpoint = Endpoint.objects.get(pk=endpoint_id)
         log.warning("webhook endpoint %s disabled: %s", endpoint_id, reason)
         feed.record(
@@ -517,11 +531,12 @@ def _endpoint_health(*, endpoint_id: int, delivered: bool, error: str, now: date
                         "url": endpoint.url,
                         "consecutive_failures": endpoint.consecutive_failures,
                         "failure_limit": endpoint.failure_limit,
-                        "last_error": error[:1000],
+                        "last_error": last_error[:1000],
                     },
                 )
             ]
         )
+    return disabled
 
 
 def deliver_due(*, now: datetime | None = None, limit: int = CLAIM_LIMIT) -> list[Outcome]:

@@ -116,6 +116,11 @@ def test_enabling_an_endpoint_in_the_admin_resets_it_as_the_api_does(
     response = admin_client.post(changelist, {"action": "disable", "_selected_action": [endpoint.pk]})
     endpoint.refresh_from_db()
     assert not endpoint.enabled and endpoint.disabled_reason.startswith("disabled in the admin by")
+    # as a disable after failures does: the team is told (webhook.disabled)
+    from scenarios.models import EVENT_WEBHOOK_DISABLED, Event
+
+    (event,) = Event.objects.filter(kind=EVENT_WEBHOOK_DISABLED, team_id=team.pk)
+    assert event.payload["endpoint"] == endpoint.pk
 
 
 def test_the_admin_team_form_refuses_thresholds_the_api_refuses(admin_client: Client) -> None:
