@@ -308,8 +308,8 @@ class ResultFilter(django_filters.FilterSet):
         """Currency is worked out, not stored (``scenarios.currency``): only a result made by this solver
         can be current, so the check runs on every such result. Not only the newest of each plan and kind: a
         plan whose inputs come back makes an earlier result current again, and two searches of one plan
-        over different spaces are both current. The cost grows with the plans, not the results: each
-        distinct plan is resolved once."""
+        over different spaces are both current. Each distinct plan is resolved, and its identity for a kind
+        and job options hashed, once; the rows read grow with the results of this solver."""
         if value is None:
             return qs
         from scenarios.currency import results_currency

@@ -20,6 +20,7 @@ and their entries, the options of their jobs), plus resolving each distinct plan
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -114,6 +115,7 @@ def results_currency(result_ids: Iterable[int]) -> dict[int, Currency]:
     ):
         params.setdefault(result_id, run_params or {})
     inputs_of: dict[int, Any] = {}
+    identities: dict[tuple[int, str, str], str] = {}
     stale: list[tuple[dict[str, Any], Plan, Any, list[str]]] = []
     out: dict[int, Currency] = {}
     for row in rows:
@@ -125,10 +127,13 @@ def results_currency(result_ids: Iterable[int]) -> dict[int, Currency]:
             if plan.pk not in inputs_of:
                 inputs_of[plan.pk] = plan_inputs(plan=plan, sheet=sheets[plan.team_id])
             inputs = inputs_of[plan.pk]
-            same = (
-                identity_now(kind=row["kind"], inputs=inputs, params=params.get(row["pk"], {}))
-                == row["input_hash"]
-            )
+            # A plan's identity for a kind and job options is worked out once, however many of its results
+            # are checked (a solve's is the same for all of them: the hash of its priced document).
+            run_params = params.get(row["pk"], {})
+            identity_key = (plan.pk, row["kind"], json.dumps(run_params, sort_keys=True, default=str))
+            if identity_key not in identities:
+                identities[identity_key] = identity_now(kind=row["kind"], inputs=inputs, params=run_params)
+            same = identities[identity_key] == row["input_hash"]
             if not same:
                 stale.append((row, plan, inputs, why))
                 continue
