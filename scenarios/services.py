@@ -14,7 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import ProtectedError
 from django.utils import timezone
 
@@ -522,12 +522,7 @@ def plan_create(*, team: Team, user: UserLike, **fields: Any) -> Plan:
     check_live_name(Plan, team=team, name=values["name"], exclude_pk=None)
     plan = Plan(team=team, created_by=_user(user), **values)
     validate_plan_document(plan)
-    try:
-        plan.save()
-    except IntegrityError:
-        raise ValidationError(
-            {"name": [f"'{values['name']}' is already used by another live plan"]}
-        ) from None
+    _save_plan(plan, name_taken=f"'{values['name']}' is already used by another live plan")
     return plan
 
 
@@ -544,12 +539,45 @@ def plan_update(*, plan: Plan, user: UserLike, **fields: Any) -> Plan:
         validate_plan_document(
             plan
         )  # may take seconds, while a worker stores a result or the plan is archived
-    try:
-        # Only the fields this update sets: the others (latest_result, archived_at) may have moved meanwhile.
-        plan.save(update_fields=[*values, "updated_at"])
-    except IntegrityError:
-        raise ValidationError({"name": ["already used by another live plan"]}) from None
+    # Only the fields this update sets: the others (latest_result, archived_at) may have moved meanwhile.
+    _save_plan(plan, name_taken="already used by another live plan", update_fields=[*values, "updated_at"])
     return plan
+
+
+_PLAN_REFERENCES = (
+    ("cluster", ClusterScenario),
+    ("model", ModelScenario),
+    ("site", SiteScenario),
+    ("cluster_revision", ClusterRevision),
+    ("model_revision", ModelRevision),
+    ("site_revision", SiteRevision),
+)
+
+
+def _save_plan(plan: Plan, *, name_taken: str, update_fields: list[str] | None = None) -> None:
+    """Save ``plan``, its foreign keys checked before the save returns; a failure names its field.
+
+    Django's foreign keys are checked when the transaction commits, so a scenario deleted between
+    ``plan_values`` reading it and the save (a concurrent DELETE, which counts the scenario's plans under its
+    row lock) used to fail the save as "name already used". Checked at once instead, the insert takes its key-share
+    lock on each referenced row: a delete that has not committed waits for this plan (and then counts it,
+    ``scenario_delete``), and one that has committed makes the check fail here, answered as the field's
+    "no such" rather than the name's clash.
+    """
+    try:
+        with transaction.atomic():
+            plan.save(update_fields=update_fields)
+            with connection.cursor() as cursor:
+                # Run the pending deferred checks now, then defer again for the rest of any outer transaction.
+                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+                cursor.execute("SET CONSTRAINTS ALL DEFERRED")
+    except IntegrityError:
+        gone = {
+            name: [f"no such {model.__name__} in this team: {pk!r} (deleted while the plan was saved)"]
+            for name, model in _PLAN_REFERENCES
+            if (pk := getattr(plan, f"{name}_id")) is not None and not model.objects.filter(pk=pk).exists()
+        }
+        raise ValidationError(gone or {"name": [name_taken]}) from None
 
 
 def plan_archive(*, plan: Plan, user: UserLike) -> Plan:

@@ -8,7 +8,8 @@
 * Renaming a site carries its team price to the new name (team prices are keyed by the site's name): the
   plans' solved inputs do not change.
 * A dashboard upload holding an integer of over 4,300 digits is a 400 (Python's int conversion limit).
-* A plan created on a scenario while that scenario is being deleted makes the DELETE a 409, not a 500.
+* A plan created on a scenario while that scenario is being deleted makes the DELETE a 409, not a 500; a
+  scenario deleted while a plan on it is being saved makes the plan's POST or PATCH a 400 naming that part.
 """
 
 from __future__ import annotations
@@ -198,3 +199,46 @@ def test_a_plan_made_while_its_cluster_is_deleted_gives_a_409_not_a_500(
     # the answer is true: a plan was made meanwhile, and it keeps its cluster
     kept = ClusterScenario.objects.filter(pk=spare.pk).exists()
     assert kept == (response.status_code == 409) == Plan.objects.filter(cluster_id=spare.pk).exists()
+
+
+@pytest.mark.parametrize("method", ["post", "patch"])
+def test_a_plan_saved_on_a_cluster_deleted_meanwhile_names_the_cluster_not_the_name(
+    env: dict[str, Any], monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    """The plan's check (a solve, up to seconds) runs between reading its cluster and saving it; a DELETE of
+    that cluster in between (unused then, so allowed) makes the save's foreign key fail. The answer is a 400
+    naming ``cluster`` (the scenario the plan asked for is gone), not "name already used", and nothing is
+    stored."""
+    from scenarios import services
+
+    world, plan = env["world"], env["plan"]
+    _cluster, model, site = env["trio"]
+    doomed = services.scenario_create(
+        kind="cluster", team=world.alpha, name="doomed", document=f.CLUSTER_DOC, user=world.alice.user
+    )
+    original = services.validate_plan_document
+
+    def check_while_the_cluster_is_deleted(checked: Plan, **kwargs: Any) -> None:
+        original(checked, **kwargs)
+        if ClusterScenario.objects.filter(pk=doomed.pk).exists():  # a concurrent DELETE /clusters/<id>/
+            services.scenario_delete(scenario=ClusterScenario.objects.get(pk=doomed.pk))
+
+    monkeypatch.setattr(services, "validate_plan_document", check_while_the_cluster_is_deleted)
+    client = world.alice.client
+    if method == "post":
+        body = {
+            "name": "late",
+            "cluster": doomed.pk,
+            "model": model.pk,
+            "site": site.pk,
+            "training": f.TRAINING,
+        }
+        response = client.post("/api/v1/plans/", body, format="json")
+    else:
+        response = client.patch(f"/api/v1/plans/{plan.pk}/", {"cluster": doomed.pk}, format="json")
+    assert response.status_code == 400, response.content[:300]
+    errors = response.json()["errors"]
+    assert [e["path"] for e in errors] == ["cluster"] and "deleted" in errors[0]["message"], errors
+    assert not ClusterScenario.objects.filter(pk=doomed.pk).exists()
+    assert not Plan.objects.filter(name="late").exists()
+    assert Plan.objects.get(pk=plan.pk).cluster_id == _cluster.pk
