@@ -119,11 +119,16 @@ def within_uncertainty(
     base_spread: Mapping[str, float] | None,
 ) -> bool | None:
     """Whether a difference is inside the uncertainty: the two p10-p90 ranges overlap; with one range only,
-    the other figure lies in it. None when neither figure has a range (or a figure is missing).
+    the other figure lies in it; always when the two figures are equal. None when neither figure has a range
+    (or a figure is missing).
 
     Example: 10-14 days against 13-18 days overlap (True); 10-12 against 13-18 do not (False)."""
     if value is None or base is None or (spread is None and base_spread is None):
         return None
+    if (
+        value == base
+    ):  # no difference at all, wherever the one range lies (a point can sit just outside its own)
+        return True
     if spread is not None and base_spread is not None:
         return spread["p10"] <= base_spread["p90"] and base_spread["p10"] <= spread["p90"]
     if spread is not None:

@@ -13,9 +13,10 @@ step_s x exp(mean + sigma z_q). The others are the empirical quantiles (linear i
 The GPUs' busy fraction and the tokens per step are held at the point value: a slower step is taken to be
 as busy.
 
-The draws come from a generator made for each call with the fixed ``SEED``: the same scenario and step give
-the same bits on every path (solve, search, re-run), and two plans are sampled with the same draws (common
-random numbers), so a difference between them is not sampling noise.
+The draws are fixed numbers made at import from the fixed ``SEED`` (``DRAWS``, stratified: each row holds the
+normal's own quantiles in a random order): the same scenario and step give the same bits on every path (solve,
+search, re-run) and on every CPU, and two plans are sampled with the same draws (common random numbers), so a
+difference between them is not sampling noise.
 
 The point value of the report is the model at the scenario's values with r = 0. Every sampled input has its
 scenario value as its median, so p50 of step_s is the point x exp(mean); the other p50s sit near the point
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import math
 import operator
+import statistics
 from collections.abc import Mapping
 from dataclasses import replace
 from types import MappingProxyType
@@ -35,7 +37,7 @@ import numpy as np
 
 from solvers import checkpoint as ckpt
 from solvers import reliability as rel
-from solvers.catalog.uncertainty import P90_Z, SPREADS, Spread
+from solvers.catalog.uncertainty import SPREADS, Spread
 from solvers.errors import SolverInternalError
 from solvers.inputs import Resolved
 from solvers.ledger import SECONDS_PER_HOUR, Reliability, energy_carbon, run_tco, schedule
@@ -63,18 +65,39 @@ _RANKS = (100, 500, 900)
 # Any fixed value would do: what matters is that it is fixed (the report names it in ``ranges_method``).
 SEED = 13_2026
 QUANTILES = (0.1, 0.5, 0.9)
-_Z = (-P90_Z, 0.0, P90_Z)  # the standard normal at QUANTILES
+# The standard normal at QUANTILES, as ``stratified_normal_scores`` places them at ranks 100, 500 and 900 (2 ulp
+# from the catalog's P90_Z), so a figure moved by the step alone has the step's quantiles to the bit.
+_Z = tuple(statistics.NormalDist().inv_cdf(q) for q in QUANTILES)
 
 # The standard-normal draws, one row for the step residual and one per spread: fixed numbers (the seed's),
 # made when the module is imported and read-only, like any table of the catalog. They depend on no input, so
-# every report samples with the same draws, and the same document gives the same bits on every path; drawing
-# them again for each report cost a sixth of a report with ranges. Single precision: twice as fast to
-# exponentiate, 1e-7 relative, far below any spread.
-DRAWS = np.random.Generator(np.random.PCG64(SEED)).standard_normal(
-    (1 + len(SPREADS), SAMPLES), dtype=np.float32
-)
-DRAWS.setflags(write=False)
+# every report samples with the same draws, and the same document gives the same bits on every path.
 
+
+def stratified_normal_scores(rows: int, samples: int = SAMPLES, seed: int = SEED) -> np.ndarray:
+    """``rows`` x ``samples`` standard-normal draws, stratified: each row holds the same normal scores
+    z_i = Phi^-1(p_i), p_i = i / (samples - 1) (the two ends at half a step, 0.5 / (samples - 1) and its
+    complement), in its own random order (a permutation per row from the seeded generator).
+
+    Latin-hypercube sampling (McKay, Beckman and Conover, Technometrics 21(2), 1979): every row's quantiles
+    are the normal's, so a figure that depends on one input alone has that input's exact p10, p50 and p90 at
+    ranks 100, 500 and 900 (p = 0.1, 0.5, 0.9 exactly), and a row's mean is zero; the permutations keep the
+    rows independent of each other. Independent draws of 1,001 missed them by up to a tenth of a sigma with
+    this seed (the step row's median at z = -0.076), one offset that every report then shared. Float64
+    scores from the standard library (``statistics.NormalDist``), so no CPU-specific code is involved.
+    Example: samples = 1,001 -> row values {Phi^-1(0.0005), Phi^-1(0.001), ..., Phi^-1(0.999), Phi^-1(0.9995)}.
+    """
+    normal = statistics.NormalDist()
+    n = samples - 1
+    probabilities = [0.5 / n, *(i / n for i in range(1, n)), 1.0 - 0.5 / n]
+    scores = np.array([normal.inv_cdf(p) for p in probabilities])
+    rng = np.random.Generator(np.random.PCG64(seed))
+    draws = np.stack([scores[rng.permutation(samples)] for _ in range(rows)])
+    draws.setflags(write=False)
+    return draws
+
+
+DRAWS = stratified_normal_scores(1 + len(SPREADS))
 # (mean, sigma) per class, read once when the module is imported (a table, as the catalog's).
 STEP_CLASSES: Mapping[str, tuple[float, float]] = read()
 HELD_OUT: bool = read_held_out()
@@ -91,9 +114,12 @@ def factor_table(
     Example: a zero sigma gives a row of ones.
     """
     table: dict[str, np.ndarray] = {}
+    draws = DRAWS.tolist()
     for name, (_, sigma) in step_classes.items():
-        sigmas = np.array([[sigma], *([spread.sigma] for spread in spreads)], dtype=np.float32)
-        factors = np.exp(sigmas * DRAWS).astype(np.float64)  # single precision, see DRAWS
+        sigmas = [sigma, *(spread.sigma for spread in spreads)]
+        # math.exp, not numpy's: numpy picks its exponential's code by the CPU's SIMD level, and the last bits
+        # differ between them; these are a few thousand values, once.
+        factors = np.array([[math.exp(s * z) for z in row] for s, row in zip(sigmas, draws, strict=True)])
         factors.setflags(write=False)
         table[name] = factors
     return MappingProxyType(table)
