@@ -98,8 +98,14 @@ class PollOutcome:
 
 
 def _book_source(feed: PriceFeed, retrieved_at: dt.datetime) -> str:
-    """'<feed name>: <url or path>, retrieved <ISO time>', shortened in the middle of the source to fit."""
+    """'<feed name>: <url or path>, retrieved <ISO time>', shortened in the middle of the source to fit.
+
+    A global feed's book is read by every team: its source names the feed only ('<feed name>, retrieved
+    <ISO time>'), since the operator's URL or path (and any key in its query) is not theirs to read, as
+    ``failed_payload`` keeps it out of a failure's event."""
     when = f", retrieved {retrieved_at.isoformat(timespec='seconds')}"
+    if feed.team_id is None:
+        return f"{feed.name}{when}"[:BOOK_SOURCE_MAX]
     text = f"{feed.name}: {feed.source}{when}"
     if len(text) <= BOOK_SOURCE_MAX:
         return text
