@@ -46,6 +46,11 @@ class PriceBookViewSet(
     def base_queryset(self) -> QuerySet[PriceBook]:
         return PriceBook.objects.annotate(entry_count=Count("entries"))
 
+    @property
+    def throttle_scope(self) -> str | None:
+        # Publishing re-runs every plan whose prices it moves: it spends what ``POST /plans/{id}/run/`` does.
+        return "run" if getattr(self, "action", None) == "create" else None
+
     def get_queryset(self) -> QuerySet[PriceBook]:
         if getattr(self, "swagger_fake_view", False):
             return PriceBook.objects.none()

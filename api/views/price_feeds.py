@@ -55,6 +55,11 @@ class PriceFeedViewSet(
     def base_queryset(self) -> QuerySet[PriceFeed]:
         return PriceFeed.objects.select_related("schedule__interval", "schedule__crontab")
 
+    @property
+    def throttle_scope(self) -> str | None:
+        # A poll asked for by hand fetches the source and may publish a book that re-runs plans: a run's cost.
+        return "run" if getattr(self, "action", None) == "poll" else None
+
     def get_serializer_class(self) -> Any:
         if self.action in {"update", "partial_update"}:
             return PriceFeedUpdateSerializer

@@ -22,6 +22,7 @@ from api.serializers.price_books import PriceBookPublishSerializer
 from scenarios import services
 from scenarios.models import ROLE_EDITOR, Event, PriceBook, PriceEntry
 from web.access import TeamPageMixin, team_access
+from web.budget import SpendsBudgetMixin
 from web.price_book_forms import PublishForms
 from web.price_book_moves import FIGURES, book_moves
 from web.templatetags.planner_format import usd
@@ -125,8 +126,11 @@ class PriceBookDetailView(PriceBookScopeMixin, TemplateView):
         return count if isinstance(count, int) else None
 
 
-class PriceBookPublishView(TeamPageMixin, View):
-    """Publish the selected team's next version, as ``POST /api/v1/price-books/`` does (editor role)."""
+class PriceBookPublishView(SpendsBudgetMixin, TeamPageMixin, View):
+    """Publish the selected team's next version, as ``POST /api/v1/price-books/`` does (editor role); it
+    spends the ``run`` budget, as publishing re-runs the plans whose prices it moves."""
+
+    budget_scope = "run"
 
     template_name = "web/price_books/new.html"
 
