@@ -11,3 +11,7 @@ class ApiConfig(AppConfig):
         from api.audit import register_models
 
         register_models()
+
+        from api.membership_tokens import connect
+
+        connect()
