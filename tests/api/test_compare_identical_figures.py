@@ -41,7 +41,7 @@ def test_the_same_solved_plan_with_and_without_ranges_is_within_uncertainty_on_e
         "economics": {"job_days": 30},
     }
     ranged, bare = solve(document), solve(document, ranges=False)
-    table = compare_table(items=[_item(1, bare), _item(2, ranged)], baseline_index=0)
+    table = compare_table(items=[_item(1, dict(bare)), _item(2, dict(ranged))], baseline_index=0)
     cells = table["items"][1]["values"]
     for key in ranged["ranges"]:
         assert cells[key]["delta"] == 0.0, key

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 from solvers import solve
 
-QUANTILES = ("p10", "p50", "p90")
+QUANTILES: tuple[Literal["p10", "p50", "p90"], ...] = ("p10", "p50", "p90")
 
 
 def _no_failures(preset: str, gpus: int, tokens: float) -> dict[str, Any]:
