@@ -196,6 +196,14 @@ class MemberFilter(django_filters.FilterSet):
         fields: tuple[str, ...] = ()
 
 
+class InvitationFilter(django_filters.FilterSet):
+    team = IdFilter(field_name="team_id")
+
+    class Meta:
+        model = Membership
+        fields: tuple[str, ...] = ()
+
+
 class ApiTokenFilter(django_filters.FilterSet):
     team = IdFilter(field_name="team_id")
     user = IdFilter(field_name="user_id")

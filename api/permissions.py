@@ -27,7 +27,8 @@ def team_roles(request: Request) -> dict[int, str]:
     if user is not None and user.is_authenticated:
         from scenarios.models import Membership
 
-        rows = Membership.objects.filter(user_id=user.pk)
+        # An invitation not yet accepted gives nothing (``Membership``).
+        rows = Membership.objects.filter(user_id=user.pk, accepted_at__isnull=False)
         token = request.auth if isinstance(request.auth, ApiToken) else None
         if token is not None and token.team_id is not None:
             rows = rows.filter(team_id=token.team_id)

@@ -19,7 +19,7 @@ from api.views.results import ResultViewSet
 from api.views.runs import RunViewSet
 from api.views.scenarios import ClusterViewSet, ModelViewSet, SiteViewSet
 from api.views.solve import SolveView
-from api.views.teams import MemberViewSet, TeamViewSet
+from api.views.teams import InvitationViewSet, MemberViewSet, TeamViewSet
 from api.views.tokens import ApiTokenViewSet
 from api.views.webhooks import WebhookViewSet
 
@@ -27,6 +27,7 @@ router = DefaultRouter()
 router.include_root_view = False
 router.register("teams", TeamViewSet, basename="team")
 router.register(r"teams/(?P<team_pk>\d+)/members", MemberViewSet, basename="member")
+router.register("invitations", InvitationViewSet, basename="invitation")
 router.register("tokens", ApiTokenViewSet, basename="token")
 router.register("clusters", ClusterViewSet, basename="cluster")
 router.register("models", ModelViewSet, basename="model")

@@ -84,7 +84,7 @@ class TeamAdmin(admin.ModelAdmin):
 
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):
-    list_display = ("team", "user", "role", "created_at")
+    list_display = ("team", "user", "role", "created_at", "accepted_at")
     list_filter = ("role", "team")
     search_fields = ("team__slug", "user__username")
     autocomplete_fields = ("user",)

@@ -113,10 +113,58 @@ def team_create(*, name: str, slug: str, owner: UserLike = None) -> Team:
 
 
 def membership_set(*, team: Team, user: User, role: str) -> Membership:
+    """``user``'s role on ``team``, in force at once (the operator's commands and the admin site); a new member
+    an admin adds through the API is invited instead (``membership_invite``). A role change keeps whether the
+    membership was accepted."""
     if role not in {"viewer", "editor", "admin"}:
         raise ValidationError({"role": ["must be one of viewer, editor, admin"]})
     membership, _ = Membership.objects.update_or_create(team=team, user=user, defaults={"role": role})
     return membership
+
+
+def membership_invite(*, team: Team, user: User, role: str) -> Membership:
+    """Invite ``user`` to ``team`` with ``role``: the membership holds no access until the user accepts it
+    (``membership_accept``). Anyone may make a team and name any user, so being named must not move the user's
+    default team, lists or tokens unasked."""
+    if role not in {"viewer", "editor", "admin"}:
+        raise ValidationError({"role": ["must be one of viewer, editor, admin"]})
+    return Membership.objects.create(team=team, user=user, role=role, accepted_at=None)
+
+
+def membership_accept(*, membership: Membership) -> Membership:
+    """The invitee's acceptance: the membership is in force from now (a second acceptance changes nothing)."""
+    if membership.accepted_at is None:
+        Membership.objects.filter(pk=membership.pk, accepted_at__isnull=True).update(
+            accepted_at=timezone.now()
+        )
+        membership.refresh_from_db()
+    return membership
+
+
+def membership_leave(*, membership: Membership) -> None:
+    """Remove a membership (the member leaving, declining an invitation, or an admin removing them); refused
+    while it holds the team's last accepted admin. The member's tokens restricted to the team are revoked by
+    the API's receiver of the delete (``api.membership_tokens``)."""
+    with transaction.atomic():
+        Team.objects.select_for_update().get(pk=membership.team_id)  # one member change at a time
+        row = Membership.objects.select_for_update().filter(pk=membership.pk).first()
+        if row is None:
+            return
+        if row.role == "admin" and row.accepted_at is not None and not other_admins(row):
+            raise ValidationError({"role": ["a team keeps at least one admin"]})
+        row.delete()
+
+
+def other_admins(membership: Membership) -> list[int]:
+    """The team's accepted admins other than ``membership``, their rows locked in id order: two admins
+    demoting or removing each other at once are serialised, and the second sees the first's change."""
+    admins = list(
+        Membership.objects.select_for_update()
+        .filter(team_id=membership.team_id, role="admin", accepted_at__isnull=False)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    return [pk for pk in admins if pk != membership.pk]
 
 
 # --- Scenarios ----------------------------------------------------------------------------------------

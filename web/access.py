@@ -32,6 +32,8 @@ class TeamAccess:
     teams: tuple[Team, ...]
     roles: dict[int, str]
     team: Team | None
+    # Invitations the user has not answered: they give no access until accepted (``Membership``).
+    invitations: tuple[Membership, ...] = ()
 
     @property
     def role(self) -> str | None:
@@ -59,6 +61,8 @@ def team_access(request: HttpRequest) -> TeamAccess:
         return cached
     teams: list[Team] = []
     roles: dict[int, str] = {}
+    joined: dict[int, tuple[Any, int]] = {}
+    invitations: list[Membership] = []
     user = request.user
     if user.is_authenticated:
         for membership in (
@@ -66,16 +70,22 @@ def team_access(request: HttpRequest) -> TeamAccess:
             .select_related("team")
             .order_by("team__name", "team_id")
         ):
+            if membership.accepted_at is None:  # an invitation gives nothing until accepted
+                invitations.append(membership)
+                continue
             teams.append(membership.team)
             roles[membership.team_id] = membership.role
+            joined[membership.team_id] = (membership.accepted_at, membership.pk)
     selected = None
     wanted = request.session.get(SESSION_TEAM_KEY) if hasattr(request, "session") else None
     for team in teams:
         if team.pk == wanted:
             selected = team
     if selected is None and teams:
-        selected = teams[0]
-    access = TeamAccess(teams=tuple(teams), roles=roles, team=selected)
+        # Until the user picks one, the team they joined first: a team joined later never becomes, unasked,
+        # the one the lists show and new plans are written to.
+        selected = min(teams, key=lambda team: joined[team.pk])
+    access = TeamAccess(teams=tuple(teams), roles=roles, team=selected, invitations=tuple(invitations))
     request._web_team_access = access  # type: ignore[attr-defined]
     return access
 

@@ -58,10 +58,16 @@ class MemberSerializer(serializers.ModelSerializer):
     )
     role = serializers.ChoiceField(choices=ROLE_CHOICES)
 
+    accepted_at = serializers.DateTimeField(
+        read_only=True,
+        allow_null=True,
+        help_text="When the member accepted; null while invited (an invitation gives no access until accepted).",
+    )
+
     class Meta:
         model = Membership
-        fields: tuple[str, ...] = ("id", "user", "username", "role", "created_at")
-        read_only_fields: tuple[str, ...] = ("id", "username", "created_at")
+        fields: tuple[str, ...] = ("id", "user", "username", "role", "created_at", "accepted_at")
+        read_only_fields: tuple[str, ...] = ("id", "username", "created_at", "accepted_at")
 
     def validate_user(self, username: str) -> Any:
         if self.instance is not None:
@@ -71,10 +77,23 @@ class MemberSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError("no active user with this username")
         team = self.context["team"]
         if Membership.objects.filter(team=team, user=user).exists():
-            raise serializers.ValidationError("already a member of this team")
+            raise serializers.ValidationError("already a member of this team, or invited to it")
         return user
 
 
 class MemberUpdateSerializer(MemberSerializer):
     class Meta(MemberSerializer.Meta):
-        read_only_fields: tuple[str, ...] = ("id", "user", "username", "created_at")
+        read_only_fields: tuple[str, ...] = ("id", "user", "username", "created_at", "accepted_at")
+
+
+class InvitationSerializer(serializers.ModelSerializer):
+    """An invitation to a team, as its invitee sees it."""
+
+    team = serializers.IntegerField(source="team_id", read_only=True)
+    team_name = serializers.CharField(source="team.name", read_only=True)
+    team_slug = serializers.CharField(source="team.slug", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields: tuple[str, ...] = ("id", "team", "team_name", "team_slug", "role", "created_at")
+        read_only_fields = fields

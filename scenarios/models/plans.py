@@ -35,10 +35,16 @@ class Team(models.Model):
 
 
 class Membership(models.Model):
+    """A user's role on a team. A member added by a team's admin through the API is invited
+    (``accepted_at`` null) and holds no access until they accept: anyone may make a team, so a team must not
+    reach into someone's lists, defaults and tokens unasked. The team's creator, the operator's commands and
+    the admin site make accepted memberships."""
+
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=ROLE_CHOICES, default=ROLE_VIEWER)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    accepted_at = models.DateTimeField(default=timezone.now, null=True, blank=True)
 
     class Meta:
         constraints = (

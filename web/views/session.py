@@ -6,12 +6,13 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import resolve_url
 from django.urls import path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from scenarios import services
 from web.access import SESSION_TEAM_KEY, team_access
 
 
@@ -46,6 +47,26 @@ def switch_team(request: HttpRequest) -> HttpResponse:
     return HttpResponseRedirect(target)
 
 
+@login_required
+@require_POST
+def answer_invitation(request: HttpRequest, pk: int) -> HttpResponse:
+    """Accept or decline one of the user's invitations (``answer`` = ``accept`` or ``decline``); another
+    user's invitation is not found."""
+    invitation = next((m for m in team_access(request).invitations if m.pk == pk), None)
+    if invitation is None:
+        raise Http404("no such invitation")
+    answer = request.POST.get("answer", "")
+    if answer == "accept":
+        services.membership_accept(membership=invitation)
+        messages.success(request, f"You joined {invitation.team.name} as {invitation.role}.")
+    elif answer == "decline":
+        invitation.delete()
+        messages.success(request, f"You declined the invitation to {invitation.team.name}.")
+    else:
+        messages.error(request, "answer: must be accept or decline")
+    return HttpResponseRedirect(reverse("web:plans"))
+
+
 urlpatterns = [
     path(
         "login/",
@@ -54,4 +75,5 @@ urlpatterns = [
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("team/", switch_team, name="switch-team"),
+    path("invitations/<int:pk>/", answer_invitation, name="answer-invitation"),
 ]
