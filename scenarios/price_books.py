@@ -501,8 +501,12 @@ def price_book_publish(
     clean = price_entries_validate(entries, team=team, mode=mode)
     with transaction.atomic():
         # One publisher per scope at a time, so versions count 1..n without a failed duplicate and a patch
-        # is applied to the version that is still the newest when it is stored.
+        # is applied to the version that is still the newest when it is stored. A team's publish also holds
+        # the global scope's lock shared (a global publish holds it alone), so a global and a team book are
+        # never open at once: book ids follow commit order, which ``fanout.book_in_force`` relies on.
         with connection.cursor() as cursor:
+            if team is not None:
+                cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [7_400_001, 0])
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [7_400_001, team.pk if team else 0])
         last = PriceBook.objects.filter(team=team).order_by("-version").first()
         resulting = _resulting_entries(clean, previous=last, mode=mode)
