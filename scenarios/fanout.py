@@ -363,6 +363,19 @@ def price_book_fan_out(*, price_book_id: int, delivery: bool = False) -> FanOut:
     if not _fan_out_take(price_book_id=book.pk, delivery=delivery):
         log.info("price fan-out of book %s: done or held by another delivery", book.pk)
         return FanOut(book.pk, 0, 0, 0, 0, time.perf_counter() - started)
+    try:
+        return _fan_out_work(book=book, started=started)
+    except Exception:
+        # Give the lease back, so the task's own retry (a database or broker error) takes the fan-out again
+        # instead of finding it held by this very attempt; best effort while the database is down.
+        try:
+            PriceFanOut.objects.filter(pk=book.pk, done_at__isnull=True).update(lease_expires_at=None)
+        except Exception:  # the original error is the one to report
+            log.warning("price fan-out of book %s: its lease could not be released", book.pk)
+        raise
+
+
+def _fan_out_work(*, book: PriceBook, started: float) -> FanOut:
     checked = changed = runs_created = messages = 0
     candidates: list[tuple[PlanRow, int | None, str]] = []
     renewed_at = time.monotonic()
