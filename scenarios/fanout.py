@@ -25,7 +25,6 @@ from django.utils import timezone
 
 from scenarios import adapters, conf, pricing, queue
 from scenarios.models import (
-    ACTIVE_STATUSES,
     AUTOMATIC_TRIGGERS,
     DEFAULT_MAX_ATTEMPTS,
     RUN_KIND_SOLVE,
@@ -255,7 +254,7 @@ FROM unnest(%(plans)s::bigint[], %(teams)s::bigint[], %(books)s::bigint[], %(key
 WHERE NOT EXISTS (
     SELECT 1 FROM scenarios_run AS active
     WHERE active.plan_id = candidate.plan_id AND active.input_hash = candidate.input_hash
-      AND active.status = ANY(%(active)s) AND active.trigger = ANY(%(automatic)s)
+      AND active.status = %(status)s::varchar AND active.trigger = ANY(%(automatic)s)
 )
 ON CONFLICT DO NOTHING
 RETURNING id
@@ -264,8 +263,9 @@ RETURNING id
 
 def _create_runs(*, candidates: list[tuple[PlanRow, int | None, str]], trigger: str) -> list[int]:
     """Insert one automatic run per (plan, price book, document key) unless it exists, or an automatic run of
-    the plan with the same document key is still queued or running (whichever book queued it: that run
-    solves these very inputs), in one statement; return the ids this call inserted (rows a concurrent beat
+    the plan with the same document key is still queued (whichever book queued it: that run reads the plan's
+    inputs when a worker takes it, so it solves these very inputs; a running one has read them already,
+    perhaps under another book), in one statement; return the ids this call inserted (rows a concurrent beat
     inserted first conflict and are skipped)."""
     import psycopg
 
@@ -281,7 +281,6 @@ def _create_runs(*, candidates: list[tuple[PlanRow, int | None, str]], trigger: 
         "teams": [plan.team_id for plan, _, _ in candidates],
         "books": [book_id for _, book_id, _ in candidates],
         "keys": [key for _, _, key in candidates],
-        "active": list(ACTIVE_STATUSES),
         "automatic": list(AUTOMATIC_TRIGGERS),
     }
     connection.ensure_connection()
