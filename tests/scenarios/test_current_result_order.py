@@ -91,3 +91,21 @@ def test_a_re_run_priced_by_an_older_book_that_stores_last_does_not_become_the_c
         "the plan's current result is priced by a book that is no longer in force"
     )
     assert plan.latest_result_id == new_run.result_id
+
+
+def test_a_plan_archived_while_its_run_solves_gets_no_new_current_result(sent: Any) -> None:
+    """An archived plan no longer runs (``run_submit`` refuses it, a worker fails a run it takes after the
+    archive): a run that was solving when the plan was archived does not store a new current result for it
+    (nor raise the events of one) either."""
+    from scenarios.models import Event
+
+    plan = make_plan(team=make_team())
+    run = services.run_request(plan=plan, user=None)
+    claim, solved = claim_and_solve(run.pk)
+    services.plan_archive(plan=plan, user=None)
+    results_store(solved=solved, claim=claim)
+    plan.refresh_from_db()
+    assert plan.latest_result_id is None and not Result.objects.filter(plan=plan).exists()
+    assert not Event.objects.filter(plan_id=plan.pk, kind__startswith="result").exists()
+    run.refresh_from_db()
+    assert run.status == "failed" and "archived" in run.error
