@@ -422,7 +422,9 @@ def sweep_finish(*, run_id: int) -> str:
     inputs = _inputs_from_snapshot(plan=run.plan, snapshot=snapshot)
     stored = execution.results_store(
         solved=[execution.Solved(run=run, inputs=inputs, report=report)], claim=None
-    )[run.pk]
+    ).get(run.pk)
+    if stored is None:
+        return STATUS_FAILED  # the plan was archived meanwhile: the store failed the run with the reason
     # The rows now live in the result: the chunks are dropped once the run links it.
     if Run.objects.filter(pk=run_id, result_id=stored.result_id).exists():
         SweepChunk.objects.filter(run_id=run_id).delete()

@@ -9,12 +9,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
 
-from scenarios import adapters, events
+from scenarios import adapters, events, pricing
 from scenarios.models import (
     RUN_KIND_SOLVE,
+    STATUS_FAILED,
     STATUS_RUNNING,
     STATUS_SUCCEEDED,
     Plan,
@@ -87,6 +89,39 @@ def _insert_results(results: list[Result]) -> None:
         result._state.db = connection.alias
 
 
+def _keep_current_inputs(
+    *, current: dict[int, int], hashes: dict[int, str], current_ids: dict[int, int]
+) -> dict[int, int]:
+    """The plans whose current result the new solves replace: not where the plan's current result holds the
+    inputs the plan has now and the new one does not (its run read the plan before an edit or a price book
+    that a run stored first already solved: it is a version of the plan, not its current result)."""
+    from scenarios.inputs import plan_inputs
+    from solvers import SOLVER_VERSION, ScenarioError
+
+    contested = {plan_id for plan_id in current if plan_id in current_ids}
+    if not contested:
+        return current
+    existing = dict(
+        Result.objects.filter(
+            pk__in=[current_ids[plan_id] for plan_id in contested], solver_version=SOLVER_VERSION
+        ).values_list("pk", "input_hash")
+    )
+    plans = list(Plan.objects.filter(pk__in=list(contested)).select_related(*adapters.PLAN_RELATED, "site"))
+    team_ids = {plan.team_id for plan in plans}
+    sheets = pricing.sheets_for_teams(books=pricing.newest_books(team_ids=team_ids), team_ids=team_ids)
+    keep: set[int] = set()
+    for plan in plans:
+        if current[plan.pk] == current_ids[plan.pk] or current_ids[plan.pk] not in existing:
+            continue
+        try:
+            now_hash = input_hash_of(plan_inputs(plan=plan, sheet=sheets[plan.team_id]).document)
+        except (ScenarioError, ValidationError):
+            continue
+        if existing[current_ids[plan.pk]] == now_hash and hashes.get(current[plan.pk]) != now_hash:
+            keep.add(plan.pk)
+    return {plan_id: result_id for plan_id, result_id in current.items() if plan_id not in keep}
+
+
 def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int, Stored]:
     """Store the reports of many runs in one transaction; returns {run id: Stored}.
 
@@ -132,10 +167,25 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
             Plan.objects.select_for_update()
             .filter(pk__in=plan_ids)
             .order_by("pk")
-            .values_list("pk", "team_id", "latest_result_id")
+            .values_list("pk", "team_id", "latest_result_id", "archived_at")
         )
-        teams = {plan_id: team_id for plan_id, team_id, _ in locked}
-        current_ids = {plan_id: result_id for plan_id, _, result_id in locked if result_id is not None}
+        archived = {plan_id for plan_id, _, _, archived_at in locked if archived_at is not None}
+        if archived:
+            # Archived while the run solved: an archived plan no longer runs, so nothing is stored for it.
+            gone = [item.run.pk for item in solved if item.run.plan_id in archived]
+            Run.objects.filter(pk__in=gone, status=STATUS_RUNNING).update(
+                status=STATUS_FAILED,
+                finished_at=now,
+                lease_expires_at=None,
+                error="the plan is archived: an archived plan no longer runs",
+            )
+            solved = [item for item in solved if item.run.plan_id not in archived]
+            plan_ids = [plan_id for plan_id in plan_ids if plan_id not in archived]
+            locked = [row for row in locked if row[0] not in archived]
+            if not solved:
+                return {}
+        teams = {plan_id: team_id for plan_id, team_id, _, _ in locked}
+        current_ids = {plan_id: result_id for plan_id, _, result_id, _ in locked if result_id is not None}
         known_rows = {
             row["pk"]: row
             for row in Result.objects.filter(
@@ -259,6 +309,11 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
             for item in solved
             if item.run.kind == RUN_KIND_SOLVE
         }
+        current = _keep_current_inputs(
+            current=current,
+            hashes={stored[item.run.pk].result_id: hashes[item.run.pk] for item in solved},
+            current_ids=current_ids,
+        )
         with connection.cursor() as cursor:
             # Joined to arrays rather than CASE WHEN per row: one short statement whatever the chunk size.
             cursor.execute(
