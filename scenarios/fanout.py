@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import Case, F, PositiveIntegerField, Q, When
 from django.utils import timezone
 
 from scenarios import adapters, conf, pricing, queue
@@ -75,18 +75,56 @@ def enqueue_price_fan_out(*, price_book_id: int) -> queue.Sending:
     )
 
 
+# Deliveries of one fan-out whose worker may be lost (killed, out of memory, over the hard time limit) before
+# it is given up: as a run's ``max_attempts``. A delivery that fails with an error gives its lease back and is
+# not counted (the task's own retries after a database or broker error are not losses).
+FAN_OUT_MAX_LOST = DEFAULT_MAX_ATTEMPTS
+
+
+def fan_outs_give_up(*, now: dt.datetime, price_book_id: int | None = None) -> int:
+    """Give up the fan-outs whose worker was lost ``FAN_OUT_MAX_LOST`` times: each lost delivery left its lease
+    to expire, and one more would be taken by a new delivery that dies the same way. Marked done with the
+    reason (``error``); the plans it owed re-runs are left to the nightly re-check (``auto_rerun`` plans) or a
+    user's run. Returns how many were given up."""
+    rows = PriceFanOut.objects.filter(
+        done_at__isnull=True, lease_expires_at__lt=now, lost_deliveries__gte=FAN_OUT_MAX_LOST - 1
+    )
+    if price_book_id is not None:
+        rows = rows.filter(pk=price_book_id)
+    given_up = rows.update(
+        done_at=now,
+        lease_expires_at=None,
+        lost_deliveries=F("lost_deliveries") + 1,
+        error=f"gave up after {FAN_OUT_MAX_LOST} deliveries whose worker was lost (killed, out of memory, or "
+        "over the hard time limit) before the re-runs were created",
+    )
+    if given_up:
+        log.error("gave up %s price fan-out(s) after %s lost deliveries", given_up, FAN_OUT_MAX_LOST)
+    return given_up
+
+
 def _fan_out_take(*, price_book_id: int, delivery: bool) -> bool:
     """Take the book's fan-out row for this process with one conditional UPDATE (not done, no live lease),
-    creating it for a book published before fan-outs were rows. A task delivery that does not get it
-    stops; a direct call (management command, ``fan_out="sync"``) goes on regardless: repeating the work
-    creates no duplicate run."""
+    creating it for a book published before fan-outs were rows; a lease that expired counts a lost delivery,
+    and the fan-out whose losses reach ``FAN_OUT_MAX_LOST`` is given up instead. A task delivery that does
+    not get it stops; a direct call (management command, ``fan_out="sync"``) goes on regardless: repeating
+    the work creates no duplicate run."""
     now = timezone.now()
     lease = now + dt.timedelta(seconds=conf.run_lease_s())
     PriceFanOut.objects.get_or_create(price_book_id=price_book_id, defaults={"enqueued_at": now})
+    fan_outs_give_up(now=now, price_book_id=price_book_id)
     taken = (
         PriceFanOut.objects.filter(pk=price_book_id, done_at__isnull=True)
         .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
-        .update(lease_expires_at=lease, attempts=F("attempts") + 1)
+        .update(
+            lease_expires_at=lease,
+            attempts=F("attempts") + 1,
+            lost_deliveries=Case(
+                When(lease_expires_at__isnull=False, then=F("lost_deliveries") + 1),
+                default=F("lost_deliveries"),
+                output_field=PositiveIntegerField(),
+            ),
+        )
     )
     return bool(taken) or not delivery
 
@@ -242,6 +280,11 @@ def _resolved_hash_or_blank(document: dict[str, Any]) -> str:
         return ""
 
 
+# How many automatic runs of one plan's inputs may fail before no automatic run is queued for them again (a
+# user's run, an edit or a price change still runs them): a failure of the machine (lost workers, the time
+# limit) gets more chances, a scenario that cannot be solved does not fail every night for ever.
+AUTOMATIC_FAILURES_PER_INPUT = 3
+
 _INSERT_RUNS_SQL = """
 INSERT INTO scenarios_run (
     plan_id, team_id, price_book_id, input_hash, kind, trigger, status, params, attempts, max_attempts,
@@ -256,13 +299,19 @@ WHERE NOT EXISTS (
     WHERE active.plan_id = candidate.plan_id AND active.input_hash = candidate.input_hash
       AND active.status = %(status)s::varchar AND active.trigger = ANY(%(automatic)s)
 )
+AND (
+    SELECT count(*) FROM scenarios_run AS failed
+    WHERE failed.plan_id = candidate.plan_id AND failed.input_hash = candidate.input_hash
+      AND failed.status = 'failed' AND failed.trigger = ANY(%(automatic)s)
+) < %(failures)s
 ON CONFLICT DO NOTHING
 RETURNING id
 """
 
 
 def _create_runs(*, candidates: list[tuple[PlanRow, int | None, str]], trigger: str) -> list[int]:
-    """Insert one automatic run per (plan, price book, document key) unless it exists, or an automatic run of
+    """Insert one automatic run per (plan, price book, document key) unless one exists that did not fail (a
+    failed one is tried again, up to ``AUTOMATIC_FAILURES_PER_INPUT`` failures of the document key), or an automatic run of
     the plan with the same document key is still queued (whichever book queued it: that run reads the plan's
     inputs when a worker takes it, so it solves these very inputs; a running one has read them already,
     perhaps under another book), in one statement; return the ids this call inserted (rows a concurrent beat
@@ -282,6 +331,7 @@ def _create_runs(*, candidates: list[tuple[PlanRow, int | None, str]], trigger: 
         "books": [book_id for _, book_id, _ in candidates],
         "keys": [key for _, _, key in candidates],
         "automatic": list(AUTOMATIC_TRIGGERS),
+        "failures": AUTOMATIC_FAILURES_PER_INPUT,
     }
     connection.ensure_connection()
     # Server-side binding: four arrays of 10,000 items are sent as parameters, not escaped in Python.

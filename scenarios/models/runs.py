@@ -99,10 +99,12 @@ class Run(models.Model):
                 condition=Q(kind__in=[RUN_KIND_SOLVE, RUN_KIND_SEARCH, RUN_KIND_SWEEP]), name="run_kind_valid"
             ),
             # Two beat processes (or a publish and the nightly check) racing for the same plan, price book
-            # and inputs create one automatic run: the second INSERT conflicts and is skipped.
+            # and inputs create one automatic run: the second INSERT conflicts and is skipped. A failed run
+            # does not count: its inputs still have no result, and the nightly check queues them again
+            # (``fanout.AUTOMATIC_FAILURES_PER_INPUT`` bounds how often).
             models.UniqueConstraint(
                 fields=["plan", "price_book", "input_hash"],
-                condition=Q(trigger__in=AUTOMATIC_TRIGGERS),
+                condition=Q(trigger__in=AUTOMATIC_TRIGGERS) & ~Q(status=STATUS_FAILED),
                 nulls_distinct=False,
                 name="run_one_automatic_per_plan_price_book",
             ),

@@ -36,7 +36,11 @@ class SweepReport:
 
 def _fan_outs_due(*, now: dt.datetime, stale: dt.datetime, limit: int) -> list[int]:
     """Price fan-outs not done whose message is unsent or old, and that no delivery holds: marked as sent
-    now (in the caller's transaction) and returned, so the caller sends them after commit."""
+    now (in the caller's transaction) and returned, so the caller sends them after commit. Those whose worker
+    was lost too often are given up first (``fanout.fan_outs_give_up``), not sent again."""
+    from scenarios.fanout import fan_outs_give_up
+
+    fan_outs_give_up(now=now)
     due = list(
         PriceFanOut.objects.select_for_update(skip_locked=True)
         .filter(Q(enqueued_at__lt=stale) | Q(enqueued_at__isnull=True), done_at__isnull=True)

@@ -45,3 +45,34 @@ def test_the_retry_of_a_fan_out_delivery_after_a_database_error_creates_the_runs
     retried = fanout.price_book_fan_out(price_book_id=cut.pk, delivery=True)
     assert retried.runs_created == 1, "the task's own retry found the fan-out held and did nothing"
     assert PriceFanOut.objects.get(pk=cut.pk).done_at is not None
+
+
+def test_a_fan_out_whose_worker_is_lost_on_every_delivery_is_not_sent_again_forever(sent: Any) -> None:
+    """Like a run (``Run.max_attempts``), a fan-out that kills its worker on every delivery (out of memory,
+    over the hard time limit) stops being sent after a bounded number of attempts, instead of the sweeper
+    sending it again, and every worker comparing every plan again, every minute for ever."""
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from scenarios.models import DEFAULT_MAX_ATTEMPTS
+    from scenarios.runs.sweeper import runs_sweep
+
+    make_plan(team=make_team())
+    services.price_book_publish(team=None, user=None, name="v1", entries=[H100, QUEBEC], fan_out="none")
+    book = services.price_book_publish(
+        team=None, user=None, name="v2", entries=[{**H100, "value": 20000}], fan_out="caller"
+    )
+    now = timezone.now()
+    sent_again = 0
+    for _ in range(DEFAULT_MAX_ATTEMPTS + 5):
+        # A delivery takes the fan-out, then its worker dies (no exception, no done_at).
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(timezone, "now", lambda now=now: now)
+            fanout._fan_out_take(price_book_id=book.pk, delivery=True)
+        now += dt.timedelta(minutes=5)  # past the lease and the sweeper's re-send delay
+        sent_again += runs_sweep(now=now, send=False).fan_outs
+    assert PriceFanOut.objects.get(pk=book.pk).attempts >= DEFAULT_MAX_ATTEMPTS
+    assert sent_again <= DEFAULT_MAX_ATTEMPTS, f"sent again {sent_again} times, with no attempt cap"
+    given_up = PriceFanOut.objects.get(pk=book.pk)
+    assert given_up.done_at is not None and given_up.error.startswith("gave up after"), given_up.error
