@@ -40,6 +40,7 @@ from scenarios.models import (
     SiteRevision,
 )
 from scenarios.runs import execute, store
+from scenarios.runs.claims import fan_outs_give_up
 
 log = logging.getLogger(__name__)
 
@@ -73,34 +74,6 @@ def enqueue_price_fan_out(*, price_book_id: int) -> queue.Sending:
         lambda: queue.send(queue.FAN_OUT_PRICES, [price_book_id]),
         on_broker_down=lambda: _mark_fan_out_unsent(price_book_id),
     )
-
-
-# Deliveries of one fan-out whose worker may be lost (killed, out of memory, over the hard time limit) before
-# it is given up: as a run's ``max_attempts``. A delivery that fails with an error gives its lease back and is
-# not counted (the task's own retries after a database or broker error are not losses).
-FAN_OUT_MAX_LOST = DEFAULT_MAX_ATTEMPTS
-
-
-def fan_outs_give_up(*, now: dt.datetime, price_book_id: int | None = None) -> int:
-    """Give up the fan-outs whose worker was lost ``FAN_OUT_MAX_LOST`` times: each lost delivery left its lease
-    to expire, and one more would be taken by a new delivery that dies the same way. Marked done with the
-    reason (``error``); the plans it owed re-runs are left to the nightly re-check (``auto_rerun`` plans) or a
-    user's run. Returns how many were given up."""
-    rows = PriceFanOut.objects.filter(
-        done_at__isnull=True, lease_expires_at__lt=now, lost_deliveries__gte=FAN_OUT_MAX_LOST - 1
-    )
-    if price_book_id is not None:
-        rows = rows.filter(pk=price_book_id)
-    given_up = rows.update(
-        done_at=now,
-        lease_expires_at=None,
-        lost_deliveries=F("lost_deliveries") + 1,
-        error=f"gave up after {FAN_OUT_MAX_LOST} deliveries whose worker was lost (killed, out of memory, or "
-        "over the hard time limit) before the re-runs were created",
-    )
-    if given_up:
-        log.error("gave up %s price fan-out(s) after %s lost deliveries", given_up, FAN_OUT_MAX_LOST)
-    return given_up
 
 
 def _fan_out_take(*, price_book_id: int, delivery: bool) -> bool:

@@ -1,5 +1,5 @@
 """A price fan-out counts the deliveries whose worker was lost and is given up, with the reason, after
-``scenarios.fanout.FAN_OUT_MAX_LOST`` of them."""
+``scenarios.runs.claims.FAN_OUT_MAX_LOST`` of them."""
 
 from django.db import migrations, models
 

@@ -124,7 +124,7 @@ class PriceFanOut(models.Model):
     enqueued_at = models.DateTimeField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
-    # Deliveries whose worker was lost holding the lease (it expired): after ``fanout.FAN_OUT_MAX_LOST`` the
+    # Deliveries whose worker was lost holding the lease (it expired): after ``runs.claims.FAN_OUT_MAX_LOST`` the
     # fan-out is given up (``done_at`` with ``error``) rather than sent again every minute for ever.
     lost_deliveries = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True, default="")

@@ -19,9 +19,11 @@ from django.utils import timezone
 
 from scenarios import conf
 from scenarios.models import (
+    DEFAULT_MAX_ATTEMPTS,
     STATUS_FAILED,
     STATUS_QUEUED,
     STATUS_RUNNING,
+    PriceFanOut,
     Run,
 )
 
@@ -182,3 +184,31 @@ def run_progress(*, run_id: int, claim: Claim, points_done: int, points_total: i
     if points_total is not None:
         values["points_total"] = points_total
     return Run.objects.filter(_holding(run_id, claim)).update(**values) == 1
+
+
+# Deliveries of one fan-out whose worker may be lost (killed, out of memory, over the hard time limit) before
+# it is given up: as a run's ``max_attempts``. A delivery that fails with an error gives its lease back and is
+# not counted (the task's own retries after a database or broker error are not losses).
+FAN_OUT_MAX_LOST = DEFAULT_MAX_ATTEMPTS
+
+
+def fan_outs_give_up(*, now: dt.datetime, price_book_id: int | None = None) -> int:
+    """Give up the fan-outs whose worker was lost ``FAN_OUT_MAX_LOST`` times: each lost delivery left its lease
+    to expire, and one more would be taken by a new delivery that dies the same way. Marked done with the
+    reason (``error``); the plans it owed re-runs are left to the nightly re-check (``auto_rerun`` plans) or a
+    user's run. Returns how many were given up."""
+    rows = PriceFanOut.objects.filter(
+        done_at__isnull=True, lease_expires_at__lt=now, lost_deliveries__gte=FAN_OUT_MAX_LOST - 1
+    )
+    if price_book_id is not None:
+        rows = rows.filter(pk=price_book_id)
+    given_up = rows.update(
+        done_at=now,
+        lease_expires_at=None,
+        lost_deliveries=F("lost_deliveries") + 1,
+        error=f"gave up after {FAN_OUT_MAX_LOST} deliveries whose worker was lost (killed, out of memory, or "
+        "over the hard time limit) before the re-runs were created",
+    )
+    if given_up:
+        log.error("gave up %s price fan-out(s) after %s lost deliveries", given_up, FAN_OUT_MAX_LOST)
+    return given_up

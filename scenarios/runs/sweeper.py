@@ -21,7 +21,7 @@ from scenarios.models import (
     Run,
 )
 from scenarios.runs import execute
-from scenarios.runs.claims import gave_up_error
+from scenarios.runs.claims import fan_outs_give_up, gave_up_error
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +37,7 @@ class SweepReport:
 def _fan_outs_due(*, now: dt.datetime, stale: dt.datetime, limit: int) -> list[int]:
     """Price fan-outs not done whose message is unsent or old, and that no delivery holds: marked as sent
     now (in the caller's transaction) and returned, so the caller sends them after commit. Those whose worker
-    was lost too often are given up first (``fanout.fan_outs_give_up``), not sent again."""
-    from scenarios.fanout import fan_outs_give_up
-
+    was lost too often are given up first (``claims.fan_outs_give_up``), not sent again."""
     fan_outs_give_up(now=now)
     due = list(
         PriceFanOut.objects.select_for_update(skip_locked=True)

@@ -58,6 +58,6 @@ def test_inputs_whose_automatic_runs_keep_failing_are_not_queued_every_night_for
     services.price_book_publish(team=None, user=None, name="v1", entries=[H100, QUEBEC], fan_out="none")
     for _ in range(fanout.AUTOMATIC_FAILURES_PER_INPUT):
         assert fanout.plans_recheck().runs_created == 1
-        lose_every_worker(Run.objects.filter(plan=plan).order_by("-id").first().pk)
+        lose_every_worker(Run.objects.filter(plan=plan).latest("id").pk)
     assert fanout.plans_recheck().runs_created == 0
     assert Run.objects.filter(plan=plan, status="failed").count() == fanout.AUTOMATIC_FAILURES_PER_INPUT
