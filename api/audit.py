@@ -1,5 +1,5 @@
-"""The audit log: who created, changed, archived or deleted which scenario, plan, price book, membership and
-API token, through which token (django-auditlog).
+"""The audit log: who created, changed, archived or deleted which scenario, plan, price book, membership, API
+token, team, webhook endpoint and price feed, through which token (django-auditlog).
 
 django-auditlog writes a ``LogEntry`` from the model signals of the registered models, with the changed
 fields (``changes``, as JSON values) and the object's state (``serialized_data``, whose ``team`` scopes the
@@ -21,23 +21,67 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from django.db.models import Model
 from django.http import HttpRequest, HttpResponse
 
 from api.throttling import client_ip
 
 # Fields never copied into the log: the token's hash is a credential; last_used_at changes on use, not edit.
 TOKEN_EXCLUDED_FIELDS = ["key_hash", "last_used_at"]
+# A webhook endpoint's secrets are credentials; its delivery state changes with every delivery, not an edit.
+ENDPOINT_EXCLUDED_FIELDS = [
+    "secret",
+    "previous_secret",
+    "last_event_id",
+    "horizon_xid",
+    "consecutive_failures",
+    "updated_at",
+]
+# A price feed's poll state changes with every poll, not an edit; its schedule is a django-celery-beat row
+# linked once after the feed is made (its own id says nothing; the period lives in that row).
+PRICE_FEED_EXCLUDED_FIELDS = [
+    "updated_at",
+    "schedule",
+    "last_checked_at",
+    "last_success_at",
+    "last_hash",
+    "last_status",
+    "last_error",
+    "last_book",
+]
 
 
 def register_models() -> None:
     from auditlog.registry import auditlog
 
     from api.models import ApiToken
-    from scenarios.models import ClusterScenario, Membership, ModelScenario, Plan, PriceBook, SiteScenario
+    from integrations.models import Endpoint
+    from scenarios.models import (
+        ClusterScenario,
+        Membership,
+        ModelScenario,
+        Plan,
+        PriceBook,
+        PriceFeed,
+        SiteScenario,
+        Team,
+    )
 
-    for model in (ClusterScenario, ModelScenario, SiteScenario, Plan, PriceBook, Membership):
+    for model in (ClusterScenario, ModelScenario, SiteScenario, Plan, PriceBook, Membership, Team):
         if not auditlog.contains(model):
             auditlog.register(model, exclude_fields=["updated_at"], serialize_data=True)
+    settings_models: tuple[tuple[type[Model], list[str]], ...] = (
+        (Endpoint, ENDPOINT_EXCLUDED_FIELDS),
+        (PriceFeed, PRICE_FEED_EXCLUDED_FIELDS),
+    )
+    for settings_model, excluded in settings_models:
+        if not auditlog.contains(settings_model):
+            auditlog.register(
+                settings_model,
+                exclude_fields=excluded,
+                serialize_data=True,
+                serialize_auditlog_fields_only=True,
+            )
     if not auditlog.contains(ApiToken):
         auditlog.register(
             ApiToken,

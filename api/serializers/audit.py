@@ -17,7 +17,12 @@ OBJECT_TYPES = {
     "pricebook": "price_book",
     "membership": "membership",
     "apitoken": "token",
+    "team": "team",
+    "endpoint": "webhook",
+    "pricefeed": "price_feed",
 }
+# The apps whose models those are.
+OBJECT_APPS = ("scenarios", "api", "integrations")
 
 
 def event_of(action: int, changes: dict[str, Any] | None) -> str:
@@ -48,7 +53,7 @@ class AuditEntrySerializer(serializers.Serializer):
         help_text="created, changed, archived, restored, revoked or deleted."
     )
     object_type = serializers.SerializerMethodField(
-        help_text="cluster, model, site, plan, price_book, membership or token."
+        help_text="cluster, model, site, plan, price_book, membership, token, team, webhook or price_feed."
     )
     object_id = serializers.IntegerField(allow_null=True)
     object_repr = serializers.CharField()
@@ -69,6 +74,8 @@ class AuditEntrySerializer(serializers.Serializer):
         return OBJECT_TYPES.get(entry.content_type.model, entry.content_type.model)
 
     def get_team(self, entry: Any) -> int | None:
+        if entry.content_type.model == "team":  # a team's own entry belongs to the team
+            return int(entry.object_id) if entry.object_id is not None else None
         fields = (entry.serialized_data or {}).get("fields") or {}
         team = fields.get("team")
         return int(team) if isinstance(team, int) else None

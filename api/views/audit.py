@@ -12,18 +12,24 @@ from rest_framework import mixins, viewsets
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 
-from api.filters import IdFilter, UtcDateTimeFilter
+from api.filters import MAX_ID, IdFilter, UtcDateTimeFilter
 from api.models import ApiToken
 from api.permissions import team_roles
-from api.serializers.audit import OBJECT_TYPES, AuditEntrySerializer
+from api.serializers.audit import OBJECT_APPS, OBJECT_TYPES, AuditEntrySerializer
 from api.views.base import PlannerViewMixin
 from scenarios.models import ROLE_ADMIN
 
 ACTION_NUMBERS = {"create": 0, "update": 1, "delete": 2}
 
 
+def about_teams(teams: list[int]) -> Q:
+    """Entries about these teams: their objects' (the object's ``team``) and the teams' own."""
+    own = Q(content_type__app_label="scenarios", content_type__model="team", object_id__in=teams)
+    return Q(serialized_data__fields__team__in=teams) | own
+
+
 class AuditFilter(django_filters.FilterSet):
-    team = IdFilter(field_name="serialized_data__fields__team", label="Entries about this team's objects.")
+    team = IdFilter(method="filter_team", label="Entries about this team and its objects.")
     object_type = django_filters.ChoiceFilter(
         choices=[(name, name) for name in OBJECT_TYPES.values()], method="filter_object_type"
     )
@@ -40,6 +46,13 @@ class AuditFilter(django_filters.FilterSet):
         model = LogEntry
         fields: tuple[str, ...] = ()
 
+    def filter_team(self, qs: QuerySet[Any], name: str, value: Any) -> QuerySet[Any]:
+        if value in (None, ""):
+            return qs
+        if value != int(value) or not 1 <= value <= MAX_ID:  # as IdFilter: out of range matches nothing
+            return qs.none()
+        return qs.filter(about_teams([int(value)]))
+
     def filter_object_type(self, qs: QuerySet[Any], name: str, value: str) -> QuerySet[Any]:
         if not value:
             return qs
@@ -51,8 +64,8 @@ class AuditFilter(django_filters.FilterSet):
 
 
 class AuditViewSet(PlannerViewMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
-    """Who created, changed, archived or deleted which scenario, plan, price book, membership and API
-    token of the teams you administer, when, from which address and through which token; newest first.
+    """Who created, changed, archived or deleted which scenario, plan, price book, membership, API token,
+    webhook endpoint and price feed of the teams you administer (and the teams themselves), when, from which address and through which token; newest first.
 
     Team admins only (403 for anyone else). An entry belongs to the team of its object; an API token with no
     team (one that acts on all its user's teams) is shown to its own user."""
@@ -72,9 +85,9 @@ class AuditViewSet(PlannerViewMixin, mixins.ListModelMixin, viewsets.GenericView
         teams = self.admin_teams()
         if not teams:
             raise PermissionDenied("The audit log is for team admins.")
-        shown = ContentType.objects.filter(
-            app_label__in=("scenarios", "api"), model__in=list(OBJECT_TYPES)
-        ).values("pk")
+        shown = ContentType.objects.filter(app_label__in=OBJECT_APPS, model__in=list(OBJECT_TYPES)).values(
+            "pk"
+        )
         own_tokens = Q(
             content_type__app_label="api",
             content_type__model="apitoken",
@@ -87,6 +100,6 @@ class AuditViewSet(PlannerViewMixin, mixins.ListModelMixin, viewsets.GenericView
             own_tokens = Q(pk__in=[])
         return (
             LogEntry.objects.filter(content_type__in=shown)
-            .filter(Q(serialized_data__fields__team__in=teams) | own_tokens)
+            .filter(about_teams(teams) | own_tokens)
             .select_related("actor", "content_type")
         )
