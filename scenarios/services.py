@@ -122,6 +122,15 @@ def membership_set(*, team: Team, user: User, role: str) -> Membership:
     return membership
 
 
+def membership_enrol(*, team: Team, user: User, role: str) -> Membership:
+    """``membership_set``, accepted now if it was an invitation: the operator's commands (``create_access``)
+    enrol a user, as the admin site does."""
+    membership = membership_set(team=team, user=user, role=role)
+    if membership.accepted_at is None:
+        membership = membership_accept(membership=membership)
+    return membership
+
+
 def membership_invite(*, team: Team, user: User, role: str) -> Membership:
     """Invite ``user`` to ``team`` with ``role``: the membership holds no access until the user accepts it
     (``membership_accept``). Anyone may make a team and name any user, so being named must not move the user's
@@ -132,13 +141,16 @@ def membership_invite(*, team: Team, user: User, role: str) -> Membership:
 
 
 def membership_accept(*, membership: Membership) -> Membership:
-    """The invitee's acceptance: the membership is in force from now (a second acceptance changes nothing)."""
+    """The invitee's acceptance: the membership is in force from now (a second acceptance changes nothing).
+    Raises ``Membership.DoesNotExist`` when the invitation was withdrawn (or declined) meanwhile."""
     if membership.accepted_at is None:
         Membership.objects.filter(pk=membership.pk, accepted_at__isnull=True).update(
             accepted_at=timezone.now()
         )
-        membership.refresh_from_db()
-    return membership
+    accepted = Membership.objects.filter(pk=membership.pk).select_related("team").first()
+    if accepted is None:
+        raise Membership.DoesNotExist(f"membership {membership.pk} no longer exists")
+    return accepted
 
 
 def membership_leave(*, membership: Membership) -> None:

@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -75,7 +75,7 @@ class TeamViewSet(
 
         # Any role may leave: the team is looked up among the caller's (else 404), not checked for admin.
         team = get_object_or_404(self.get_queryset(), pk=pk)
-        membership = Membership.objects.get(team=team, user_id=cast(int, request.user.pk))
+        membership = get_object_or_404(Membership, team=team, user_id=cast(int, request.user.pk))
         with transaction.atomic():
             revoke_team_tokens(membership, by=cast(Model, request.user))
             services.membership_leave(membership=membership)
@@ -174,6 +174,9 @@ class InvitationViewSet(
     def get_queryset(self) -> QuerySet[Membership]:
         if getattr(self, "swagger_fake_view", False):
             return Membership.objects.none()
+        token = self.request.auth
+        if isinstance(token, ApiToken) and token.team_id is not None:
+            return Membership.objects.none()  # a token restricted to one team sees nothing of other teams
         return Membership.objects.filter(
             user_id=cast(int, self.request.user.pk), accepted_at__isnull=True
         ).select_related("team")
@@ -189,7 +192,10 @@ class InvitationViewSet(
         from scenarios import services
 
         self._refuse_team_token()
-        membership = services.membership_accept(membership=self.get_object())
+        try:
+            membership = services.membership_accept(membership=self.get_object())
+        except Membership.DoesNotExist:
+            raise NotFound("No such invitation: it was withdrawn or declined.") from None
         return Response(MemberSerializer(membership, context=self.get_serializer_context()).data)
 
     def perform_destroy(self, instance: Membership) -> None:

@@ -13,6 +13,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from scenarios import services
+from scenarios.models import Membership
 from web.access import SESSION_TEAM_KEY, team_access
 
 
@@ -57,7 +58,10 @@ def answer_invitation(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404("no such invitation")
     answer = request.POST.get("answer", "")
     if answer == "accept":
-        services.membership_accept(membership=invitation)
+        try:
+            services.membership_accept(membership=invitation)
+        except Membership.DoesNotExist:
+            raise Http404("no such invitation: it was withdrawn") from None
         messages.success(request, f"You joined {invitation.team.name} as {invitation.role}.")
     elif answer == "decline":
         invitation.delete()

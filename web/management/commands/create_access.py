@@ -226,9 +226,11 @@ class Command(BaseCommand):
         if team is None:
             team = services.team_create(name=name, slug=slug, owner=user)
             return team, ROLE_ADMIN
-        held = Membership.objects.filter(team=team, user=user).values_list("role", flat=True).first()
-        if held is None or (role is not None and role != held):
-            held = services.membership_set(team=team, user=user, role=role or ROLE_ADMIN).role
+        found = Membership.objects.filter(team=team, user=user).values_list("role", "accepted_at").first()
+        held = None if found is None else found[0]
+        if found is None or found[1] is None or (role is not None and role != held):
+            # the operator enrols: an invitation the user has not answered is accepted
+            held = services.membership_enrol(team=team, user=user, role=role or held or ROLE_ADMIN).role
         return team, held
 
     def _token(
