@@ -227,11 +227,11 @@ class Command(BaseCommand):
             team = services.team_create(name=name, slug=slug, owner=user)
             return team, ROLE_ADMIN
         found = Membership.objects.filter(team=team, user=user).values_list("role", "accepted_at").first()
-        held = None if found is None else found[0]
-        if found is None or found[1] is None or (role is not None and role != held):
-            # the operator enrols: an invitation the user has not answered is accepted
-            held = services.membership_enrol(team=team, user=user, role=role or held or ROLE_ADMIN).role
-        return team, held
+        if found is not None and found[1] is not None and role in (None, found[0]):
+            return team, found[0]
+        # the operator enrols: an invitation the user has not answered is accepted
+        wanted = role or (found[0] if found is not None else ROLE_ADMIN)
+        return team, services.membership_enrol(team=team, user=user, role=wanted).role
 
     def _token(
         self, user: Any, team: Team, name: str, expires_days: int | None, scope: str
