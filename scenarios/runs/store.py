@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -89,37 +88,43 @@ def _insert_results(results: list[Result]) -> None:
         result._state.db = connection.alias
 
 
-def _keep_current_inputs(
-    *, current: dict[int, int], hashes: dict[int, str], current_ids: dict[int, int]
-) -> dict[int, int]:
-    """The plans whose current result the new solves replace: not where the plan's current result holds the
-    inputs the plan has now and the new one does not (its run read the plan before an edit or a price book
-    that a run stored first already solved: it is a version of the plan, not its current result)."""
+def _plans_keeping_current(*, last_solve_hash: dict[int, str], current_ids: dict[int, int]) -> set[int]:
+    """The plans whose current result the new solves do not replace: where the plan's current result holds the
+    inputs the plan has now and the plan's last new solve does not (its run read the plan before an edit, or a
+    price book, that a run stored first already solved: it is a version of the plan, not its current result).
+    Decided before any event is made, so a result that does not become current raises no ``figure.moved`` and
+    moves no current result back. A plan whose inputs of now cannot be resolved is replaced, as before."""
     from scenarios.inputs import plan_inputs
-    from solvers import SOLVER_VERSION, ScenarioError
+    from solvers import SOLVER_VERSION
 
-    contested = {plan_id for plan_id in current if plan_id in current_ids}
+    contested = [plan_id for plan_id in last_solve_hash if plan_id in current_ids]
     if not contested:
-        return current
+        return set()
     existing = dict(
         Result.objects.filter(
             pk__in=[current_ids[plan_id] for plan_id in contested], solver_version=SOLVER_VERSION
         ).values_list("pk", "input_hash")
     )
-    plans = list(Plan.objects.filter(pk__in=list(contested)).select_related(*adapters.PLAN_RELATED, "site"))
+    contested = [
+        plan_id
+        for plan_id in contested
+        if existing.get(current_ids[plan_id]) not in (None, last_solve_hash[plan_id])
+    ]
+    if not contested:
+        return set()
+    plans = list(Plan.objects.filter(pk__in=contested).select_related(*adapters.PLAN_RELATED, "site"))
     team_ids = {plan.team_id for plan in plans}
     sheets = pricing.sheets_for_teams(books=pricing.newest_books(team_ids=team_ids), team_ids=team_ids)
     keep: set[int] = set()
     for plan in plans:
-        if current[plan.pk] == current_ids[plan.pk] or current_ids[plan.pk] not in existing:
-            continue
         try:
             now_hash = input_hash_of(plan_inputs(plan=plan, sheet=sheets[plan.team_id]).document)
-        except (ScenarioError, ValidationError):
+        except Exception:  # cannot tell which inputs are current: the new solve replaces it, as before
+            log.warning("plan %s: its inputs of now could not be resolved at store", plan.pk, exc_info=True)
             continue
-        if existing[current_ids[plan.pk]] == now_hash and hashes.get(current[plan.pk]) != now_hash:
+        if existing[current_ids[plan.pk]] == now_hash:
             keep.add(plan.pk)
-    return {plan_id: result_id for plan_id, result_id in current.items() if plan_id not in keep}
+    return keep
 
 
 def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int, Stored]:
@@ -225,6 +230,12 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
             "plan_id", "kind", "solver_version", *_PREVIOUS_FIELDS
         ):
             latest[(row["plan_id"], RUN_KIND_SOLVE)] = row
+        keeping = _plans_keeping_current(
+            last_solve_hash={
+                item.run.plan_id: hashes[item.run.pk] for item in solved if item.run.kind == RUN_KIND_SOLVE
+            },
+            current_ids=current_ids,
+        )
         pending = list(solved)
         while pending:
             # One new result per plan per pass, so each knows the primary key of its predecessor.
@@ -237,7 +248,12 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
                     stored[item.run.pk] = known[identity]
                     reused = known_rows.get(known[identity].result_id)
                     before = latest.get((plan_id, kind))
-                    if kind == RUN_KIND_SOLVE and reused is not None and reused["kind"] == RUN_KIND_SOLVE:
+                    if (
+                        kind == RUN_KIND_SOLVE
+                        and reused is not None
+                        and reused["kind"] == RUN_KIND_SOLVE
+                        and plan_id not in keeping
+                    ):
                         if before is not None and before["pk"] != reused["pk"]:
                             new_events += events.current_result_events(
                                 result=reused,
@@ -285,7 +301,8 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
             for plan_id, (item, result) in batch.items():
                 new_events += events.result_events(
                     result=result,
-                    thresholds=thresholds.get(result.team_id) or {},
+                    # a result that does not become current moves no figure of the plan
+                    thresholds={} if plan_id in keeping else thresholds.get(result.team_id) or {},
                     previous_solver=newest[plan_id][1] if plan_id in newest else None,
                 )
                 newest[plan_id] = (result.version, result.solver_version)
@@ -309,11 +326,7 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
             for item in solved
             if item.run.kind == RUN_KIND_SOLVE
         }
-        current = _keep_current_inputs(
-            current=current,
-            hashes={stored[item.run.pk].result_id: hashes[item.run.pk] for item in solved},
-            current_ids=current_ids,
-        )
+        current = {plan_id: result_id for plan_id, result_id in current.items() if plan_id not in keeping}
         with connection.cursor() as cursor:
             # Joined to arrays rather than CASE WHEN per row: one short statement whatever the chunk size.
             cursor.execute(
