@@ -18,6 +18,8 @@ class Migration(migrations.Migration):
         ),
         migrations.RunSQL(
             "UPDATE scenarios_membership SET accepted_at = created_at",
-            reverse_sql=migrations.RunSQL.noop,
+            # Going back, an invitation nobody answered is withdrawn: without the column it would be a
+            # membership in force.
+            reverse_sql="DELETE FROM scenarios_membership WHERE accepted_at IS NULL",
         ),
     ]
