@@ -387,9 +387,12 @@ def price_book_fan_out(*, price_book_id: int, delivery: bool = False) -> FanOut:
         return FanOut(book.pk, 0, 0, 0, 0, time.perf_counter() - started)
     try:
         return _fan_out_work(book=book, started=started)
-    except Exception:
-        # Give the lease back, so the task's own retry (a database or broker error) takes the fan-out again
-        # instead of finding it held by this very attempt; best effort while the database is down.
+    except queue.TRANSIENT_ERRORS:
+        # The task retries a database or broker error: the lease is given back so that its retry takes the
+        # fan-out again instead of finding it held by this very attempt (best effort while the database is down).
+        # Any other failure (the soft time limit, an error that repeats) leaves the lease to expire, as a worker
+        # killed holding it would: the next take counts a lost delivery, and ``FAN_OUT_MAX_LOST`` of them give
+        # the fan-out up.
         try:
             PriceFanOut.objects.filter(pk=book.pk, done_at__isnull=True).update(lease_expires_at=None)
         except Exception:  # the original error is the one to report

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from celery import current_app
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from kombu.exceptions import OperationalError as BrokerOperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -37,6 +37,15 @@ DEFERRED = "deferred"
 PENDING = "pending"  # the transaction that made the work has not committed yet
 
 BROKER_ERRORS = (BrokerOperationalError, RedisConnectionError, RedisTimeoutError, ConnectionError, OSError)
+
+# The errors a task retries (``tasks.RETRY_OPTIONS``): the database or the broker unreachable for a while.
+TRANSIENT_ERRORS = (
+    OperationalError,
+    InterfaceError,
+    BrokerOperationalError,
+    RedisConnectionError,
+    RedisTimeoutError,
+)
 
 # A publish while the broker is down is given up after about half a second (the row stays, the sweeper sends
 # it later), not after Celery's default retries, so a request answers quickly during an outage.

@@ -17,25 +17,15 @@ from typing import Any
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
-from kombu.exceptions import OperationalError as BrokerOperationalError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from scenarios import execution, fanout, feeds
+from scenarios import execution, fanout, feeds, queue
 from scenarios.jobs import sweep
 from scenarios.models import STATUS_FAILED
 from scenarios.runs import execute
 
 log = logging.getLogger(__name__)
 
-TRANSIENT_ERRORS = (
-    OperationalError,
-    InterfaceError,
-    BrokerOperationalError,
-    RedisConnectionError,
-    RedisTimeoutError,
-)
+TRANSIENT_ERRORS = queue.TRANSIENT_ERRORS  # one table: the fan-out gives its lease back on these
 RETRY_OPTIONS: dict[str, Any] = {
     "autoretry_for": TRANSIENT_ERRORS,
     "retry_backoff": 1,
