@@ -88,16 +88,22 @@ def _insert_results(results: list[Result]) -> None:
         result._state.db = connection.alias
 
 
-def _plans_keeping_current(*, last_solve_hash: dict[int, str], current_ids: dict[int, int]) -> set[int]:
+def _plans_keeping_current(
+    *, last_solve: dict[int, tuple[str, dict[str, Any]]], current_ids: dict[int, int]
+) -> set[int]:
     """The plans whose current result the new solves do not replace: where the plan's current result holds the
     inputs the plan has now and the plan's last new solve does not (its run read the plan before an edit, or a
     price book, that a run stored first already solved: it is a version of the plan, not its current result).
     Decided before any event is made, so a result that does not become current raises no ``figure.moved`` and
-    moves no current result back. A plan whose inputs of now cannot be resolved is replaced, as before."""
+    moves no current result back. A plan whose inputs of now cannot be resolved is replaced, as before.
+
+    ``last_solve`` holds each plan's last new solve: its result's input hash and the priced document its run
+    solved. A plan whose priced document now is that very document needs no resolve (the common case: a price
+    change's re-run stores what it read); only one whose inputs moved since its run read them is resolved."""
     from scenarios.inputs import plan_inputs
     from solvers import SOLVER_VERSION
 
-    contested = [plan_id for plan_id in last_solve_hash if plan_id in current_ids]
+    contested = [plan_id for plan_id in last_solve if plan_id in current_ids]
     if not contested:
         return set()
     existing = dict(
@@ -108,7 +114,7 @@ def _plans_keeping_current(*, last_solve_hash: dict[int, str], current_ids: dict
     contested = [
         plan_id
         for plan_id in contested
-        if existing.get(current_ids[plan_id]) not in (None, last_solve_hash[plan_id])
+        if existing.get(current_ids[plan_id]) not in (None, last_solve[plan_id][0])
     ]
     if not contested:
         return set()
@@ -118,7 +124,10 @@ def _plans_keeping_current(*, last_solve_hash: dict[int, str], current_ids: dict
     keep: set[int] = set()
     for plan in plans:
         try:
-            now_hash = input_hash_of(plan_inputs(plan=plan, sheet=sheets[plan.team_id]).document)
+            now = plan_inputs(plan=plan, sheet=sheets[plan.team_id]).document
+            if now == last_solve[plan.pk][1]:
+                continue  # the run solved the plan's inputs of now: its result is the current one
+            now_hash = input_hash_of(now)
         except Exception:  # cannot tell which inputs are current: the new solve replaces it, as before
             log.warning("plan %s: its inputs of now could not be resolved at store", plan.pk, exc_info=True)
             continue
@@ -231,8 +240,10 @@ def results_store(*, solved: Sequence[Solved], claim: Claim | None) -> dict[int,
         ):
             latest[(row["plan_id"], RUN_KIND_SOLVE)] = row
         keeping = _plans_keeping_current(
-            last_solve_hash={
-                item.run.plan_id: hashes[item.run.pk] for item in solved if item.run.kind == RUN_KIND_SOLVE
+            last_solve={
+                item.run.plan_id: (hashes[item.run.pk], item.inputs.document)
+                for item in solved
+                if item.run.kind == RUN_KIND_SOLVE
             },
             current_ids=current_ids,
         )
