@@ -37,18 +37,10 @@ ENDPOINT_EXCLUDED_FIELDS = [
     "consecutive_failures",
     "updated_at",
 ]
-# A price feed's poll state changes with every poll, not an edit; its schedule is a django-celery-beat row
-# linked once after the feed is made (its own id says nothing; the period lives in that row).
-PRICE_FEED_EXCLUDED_FIELDS = [
-    "updated_at",
-    "schedule",
-    "last_checked_at",
-    "last_success_at",
-    "last_hash",
-    "last_status",
-    "last_error",
-    "last_book",
-]
+# A price feed's poll state (``PRICE_FEED_POLL_STATE_FIELDS``) changes with every poll, not an edit; its
+# schedule is a django-celery-beat row linked once after the feed is made (its id says nothing; the period
+# lives in that row).
+PRICE_FEED_EXCLUDED_FIELDS = ["updated_at", "schedule"]
 
 
 def register_models() -> None:
@@ -57,6 +49,7 @@ def register_models() -> None:
     from api.models import ApiToken
     from integrations.models import Endpoint
     from scenarios.models import (
+        PRICE_FEED_POLL_STATE_FIELDS,
         ClusterScenario,
         Membership,
         ModelScenario,
@@ -72,7 +65,7 @@ def register_models() -> None:
             auditlog.register(model, exclude_fields=["updated_at"], serialize_data=True)
     settings_models: tuple[tuple[type[Model], list[str]], ...] = (
         (Endpoint, ENDPOINT_EXCLUDED_FIELDS),
-        (PriceFeed, PRICE_FEED_EXCLUDED_FIELDS),
+        (PriceFeed, [*PRICE_FEED_EXCLUDED_FIELDS, *PRICE_FEED_POLL_STATE_FIELDS]),
     )
     for settings_model, excluded in settings_models:
         if not auditlog.contains(settings_model):

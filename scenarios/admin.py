@@ -15,6 +15,7 @@ from django.http import HttpRequest
 
 from scenarios import services
 from scenarios.models import (
+    PRICE_FEED_POLL_STATE_FIELDS,
     ClusterRevision,
     ClusterScenario,
     Membership,
@@ -350,12 +351,7 @@ class PriceFeedAdmin(admin.ModelAdmin):
     search_fields = ("name", "source")
     readonly_fields = (
         "schedule",
-        "last_checked_at",
-        "last_success_at",
-        "last_hash",
-        "last_status",
-        "last_error",
-        "last_book",
+        *PRICE_FEED_POLL_STATE_FIELDS,
         "created_by",
         "created_at",
         "updated_at",

@@ -17,6 +17,7 @@ from scenarios.feeds import MAX_EVERY_S, MIN_EVERY_S, schedule_of
 from scenarios.models import (
     PRICE_FEED_FORMAT_AUTO,
     PRICE_FEED_FORMAT_CHOICES,
+    PRICE_FEED_POLL_STATE_FIELDS,
     PRICE_FEED_STATUS_CHOICES,
     PRICE_MODE_CHOICES,
     PRICE_MODE_PATCH,
@@ -54,14 +55,7 @@ class PriceFeedScheduleSerializer(serializers.Serializer):
     )
 
 
-FEED_STATE_FIELDS = (
-    "last_checked_at",
-    "last_success_at",
-    "last_hash",
-    "last_status",
-    "last_error",
-    "last_book",
-)
+FEED_STATE_FIELDS = PRICE_FEED_POLL_STATE_FIELDS
 
 
 class PriceFeedSerializer(serializers.ModelSerializer):

@@ -42,6 +42,7 @@ from scenarios.models.prices import PRICE_FEED_FORMAT_AUTO as PRICE_FEED_FORMAT_
 from scenarios.models.prices import PRICE_FEED_FORMAT_CHOICES as PRICE_FEED_FORMAT_CHOICES
 from scenarios.models.prices import PRICE_FEED_FORMAT_CSV as PRICE_FEED_FORMAT_CSV
 from scenarios.models.prices import PRICE_FEED_FORMAT_JSON as PRICE_FEED_FORMAT_JSON
+from scenarios.models.prices import PRICE_FEED_POLL_STATE_FIELDS as PRICE_FEED_POLL_STATE_FIELDS
 from scenarios.models.prices import PRICE_FEED_PUBLISHED as PRICE_FEED_PUBLISHED
 from scenarios.models.prices import PRICE_FEED_REFUSED as PRICE_FEED_REFUSED
 from scenarios.models.prices import PRICE_FEED_STATUS_CHOICES as PRICE_FEED_STATUS_CHOICES

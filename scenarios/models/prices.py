@@ -166,6 +166,18 @@ PRICE_FEED_STATUS_CHOICES = [
 ]
 
 
+# What a feed's polls write (the rest is what its editors set): read-only in the API and the admin, left out of
+# the audit log.
+PRICE_FEED_POLL_STATE_FIELDS = (
+    "last_checked_at",
+    "last_success_at",
+    "last_hash",
+    "last_status",
+    "last_error",
+    "last_book",
+)
+
+
 class PriceFeed(models.Model):
     """A price source polled on a schedule (``scenarios.feeds``): new content publishes the next version of
     the team's book (``team`` null: the global book, registered by the operator only), unchanged content
