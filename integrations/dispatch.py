@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -64,6 +65,19 @@ FAN_OUT_CHUNK = 500  # events read per endpoint per pass
 CLAIM_LIMIT = 100  # deliveries claimed per dispatch
 LATE_LOOKBACK = timedelta(hours=1)  # how far back a late-committed event is looked for
 USER_AGENT = "Planner-Webhooks/1"
+
+
+def url_origin(url: str) -> str:
+    """The scheme and host of an endpoint's URL, the rest elided: what a team's viewers and its event feed are
+    shown. Chat services' incoming-webhook URLs carry their credential in the path or the query, so only the
+    team's admins (who manage the endpoint) read the whole URL.
+    Example: "https://hooks.slack.com/services/T0/B0/XXXX" -> "https://hooks.slack.com/…"."""
+    parts = urlsplit(url)
+    if not parts.scheme or not parts.netloc:
+        return "…"
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}/…"
 
 
 def retry_window() -> timedelta:
@@ -528,7 +542,7 @@ def disable(endpoints: QuerySet[Endpoint], *, reason: str, last_error: str, now:
                     team_id=endpoint.team_id,
                     payload={
                         "endpoint": endpoint.pk,
-                        "url": endpoint.url,
+                        "url": url_origin(endpoint.url),  # every member reads the feed
                         "consecutive_failures": endpoint.consecutive_failures,
                         "failure_limit": endpoint.failure_limit,
                         "last_error": last_error[:1000],

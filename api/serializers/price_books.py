@@ -161,6 +161,12 @@ class PriceBookSerializer(serializers.ModelSerializer):
             "entry_count",
         )
 
+    def to_representation(self, instance: Any) -> Any:
+        data = super().to_representation(instance)
+        if instance.team_id is None:
+            data["created_by"] = None  # the operator's account is not every team's to read
+        return data
+
 
 class PriceBookDetailSerializer(PriceBookSerializer):
     entries = PriceEntrySerializer(many=True, read_only=True)

@@ -8,7 +8,9 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from api.permissions import has_role
 from api.serializers.fields import FiniteFloatField, TeamField, TeamScopedPrimaryKeyField
+from integrations.dispatch import url_origin
 from integrations.models import (
     DEFAULT_FAILURE_LIMIT,
     DELIVERY_STATUS_CHOICES,
@@ -66,7 +68,8 @@ class WebhookSerializer(serializers.ModelSerializer):
     )
     url = serializers.URLField(
         max_length=2000,
-        help_text="Where events are POSTed. Private, loopback, link-local and metadata addresses are refused.",
+        help_text="Where events are POSTed. Private, loopback, link-local and metadata addresses are refused. "
+        "Shown whole to the team's admins; other members see its scheme and host only.",
     )
     description = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
     event_kinds = serializers.ListField(
@@ -104,6 +107,13 @@ class WebhookSerializer(serializers.ModelSerializer):
         default=DEFAULT_FAILURE_LIMIT,
         help_text="Disabled after this many consecutive failed attempts (a webhook.disabled event).",
     )
+
+    def to_representation(self, instance: Any) -> Any:
+        data = super().to_representation(instance)
+        request = self.context.get("request")
+        if request is not None and not has_role(request, instance.team_id, "admin"):
+            data["url"] = url_origin(instance.url)  # the path may hold a chat service's credential
+        return data
 
     class Meta:
         model = Endpoint
