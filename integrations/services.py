@@ -171,9 +171,14 @@ def endpoint_enable(*, endpoint: Endpoint, now: datetime | None = None) -> Endpo
     """Enable again and reset the failure count (its pending deliveries resume; events of the last 24 h
     recorded while it was disabled are delivered)."""
     now = now or timezone.now()
-    Endpoint.objects.filter(pk=endpoint.pk).update(
-        enabled=True, consecutive_failures=0, disabled_at=None, disabled_reason="", updated_at=now
-    )
+    with transaction.atomic():
+        # a save, not a queryset update: the audit log records who enabled it
+        locked = Endpoint.objects.select_for_update().get(pk=endpoint.pk)
+        locked.enabled, locked.consecutive_failures, locked.disabled_at = True, 0, None
+        locked.disabled_reason, locked.updated_at = "", now
+        locked.save(
+            update_fields=["enabled", "consecutive_failures", "disabled_at", "disabled_reason", "updated_at"]
+        )
     endpoint.refresh_from_db()
     transaction.on_commit(feed.nudge_dispatcher)
     return endpoint

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection, transaction
+from celery.exceptions import SoftTimeLimitExceeded
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from scenarios import adapters, events, pricing
@@ -128,6 +129,8 @@ def _plans_keeping_current(
             if now == last_solve[plan.pk][1]:
                 continue  # the run solved the plan's inputs of now: its result is the current one
             now_hash = input_hash_of(now)
+        except (SoftTimeLimitExceeded, DatabaseError):
+            raise  # the task's time limit or the database: the store stops, as anywhere else
         except Exception:  # cannot tell which inputs are current: the new solve replaces it, as before
             log.warning("plan %s: its inputs of now could not be resolved at store", plan.pk, exc_info=True)
             continue
