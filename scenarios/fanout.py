@@ -76,24 +76,27 @@ def enqueue_price_fan_out(*, price_book_id: int) -> queue.Sending:
     )
 
 
-def _fan_out_take(*, price_book_id: int, delivery: bool) -> bool:
+def _fan_out_take(*, price_book_id: int, delivery: bool, holder: str = "") -> bool:
     """Take the book's fan-out row for this process with one conditional UPDATE (not done, no live lease),
     creating it for a book published before fan-outs were rows; a lease that expired counts a lost delivery,
     and the fan-out whose losses reach ``FAN_OUT_MAX_LOST`` is given up instead. A task delivery that does
     not get it stops; a direct call (management command, ``fan_out="sync"``) goes on regardless: repeating
-    the work creates no duplicate run."""
+    the work creates no duplicate run. ``holder`` (the task id, kept by the task's retries) takes its own lease
+    again, live or expired, without counting a loss."""
     now = timezone.now()
     lease = now + dt.timedelta(seconds=conf.run_lease_s())
     PriceFanOut.objects.get_or_create(price_book_id=price_book_id, defaults={"enqueued_at": now})
-    fan_outs_give_up(now=now, price_book_id=price_book_id)
+    fan_outs_give_up(now=now, price_book_id=price_book_id, holder=holder)
+    own = Q(holder=holder) & ~Q(holder="")
     taken = (
         PriceFanOut.objects.filter(pk=price_book_id, done_at__isnull=True)
-        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now) | own)
         .update(
             lease_expires_at=lease,
+            holder=holder,
             attempts=F("attempts") + 1,
             lost_deliveries=Case(
-                When(lease_expires_at__isnull=False, then=F("lost_deliveries") + 1),
+                When(Q(lease_expires_at__isnull=False) & ~own, then=F("lost_deliveries") + 1),
                 default=F("lost_deliveries"),
                 output_field=PositiveIntegerField(),
             ),
@@ -111,6 +114,7 @@ def _fan_out_done(outcome: FanOut) -> None:
     PriceFanOut.objects.filter(pk=outcome.price_book_id).update(
         done_at=timezone.now(),
         lease_expires_at=None,
+        error="",  # a delivery given up for lost that finished after all did the work
         plans_changed=outcome.plans_changed,
         runs_created=F("runs_created") + outcome.runs_created,
     )
@@ -375,26 +379,29 @@ def plans_to_rerun(*, book: PriceBook) -> int:
     return sum(1 for _, sheet in plans_with_price_changes(book=book) if sheet is not None)
 
 
-def price_book_fan_out(*, price_book_id: int, delivery: bool = False) -> FanOut:
+def price_book_fan_out(*, price_book_id: int, delivery: bool = False, holder: str = "") -> FanOut:
     """Re-run every live plan whose resolved prices differ between the book's predecessor and the book
     (``plans_with_price_changes``), then mark the book's ``PriceFanOut`` done. ``delivery``: called for a
     broker message, which skips a fan-out that is done or that another delivery holds (returns
-    ``plans_checked=0``); the lease is renewed per batch, so a dead worker's fan-out is sent again."""
+    ``plans_checked=0``); the lease is renewed per batch, so a dead worker's fan-out is sent again.
+    ``holder``: the delivering task's id, which holds the lease across the task's own retries."""
     started = time.perf_counter()
     book = PriceBook.objects.get(pk=price_book_id)
-    if not _fan_out_take(price_book_id=book.pk, delivery=delivery):
+    if not _fan_out_take(price_book_id=book.pk, delivery=delivery, holder=holder):
         log.info("price fan-out of book %s: done or held by another delivery", book.pk)
         return FanOut(book.pk, 0, 0, 0, 0, time.perf_counter() - started)
     try:
         return _fan_out_work(book=book, started=started)
     except queue.TRANSIENT_ERRORS:
-        # The task retries a database or broker error: the lease is given back so that its retry takes the
-        # fan-out again instead of finding it held by this very attempt (best effort while the database is down).
-        # Any other failure (the soft time limit, an error that repeats) leaves the lease to expire, as a worker
-        # killed holding it would: the next take counts a lost delivery, and ``FAN_OUT_MAX_LOST`` of them give
-        # the fan-out up.
+        # The task retries a database or broker error: the lease is given back (best effort while the database
+        # is down; the retry, the same holder, takes it again either way) and the failure is counted, so one
+        # that repeats through every retry of ``FAN_OUT_MAX_LOST`` messages gives the fan-out up. Any other
+        # failure (the soft time limit, a bug) leaves the lease to expire, as a worker killed holding it would:
+        # the next delivery's take counts a lost delivery.
         try:
-            PriceFanOut.objects.filter(pk=book.pk, done_at__isnull=True).update(lease_expires_at=None)
+            PriceFanOut.objects.filter(pk=book.pk, done_at__isnull=True).update(
+                lease_expires_at=None, failed_attempts=F("failed_attempts") + 1
+            )
         except Exception:  # the original error is the one to report
             log.warning("price fan-out of book %s: its lease could not be released", book.pk)
         raise

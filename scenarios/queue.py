@@ -38,6 +38,9 @@ PENDING = "pending"  # the transaction that made the work has not committed yet
 
 BROKER_ERRORS = (BrokerOperationalError, RedisConnectionError, RedisTimeoutError, ConnectionError, OSError)
 
+# How often a task retries one of those errors (``tasks.RETRY_OPTIONS``): about ten minutes at the default lease.
+TRANSIENT_RETRIES = 60
+
 # The errors a task retries (``tasks.RETRY_OPTIONS``): the database or the broker unreachable for a while.
 TRANSIENT_ERRORS = (
     OperationalError,

@@ -35,7 +35,7 @@ RETRY_OPTIONS: dict[str, Any] = {
     "retry_jitter": True,
     # Transient errors are retried for about ten minutes (60 waits of at most ten seconds at the default
     # lease); attempts lost to dead workers are capped in the database (Run.max_attempts), not here.
-    "max_retries": 60,
+    "max_retries": queue.TRANSIENT_RETRIES,
 }
 
 
@@ -99,11 +99,13 @@ def sweep_runs() -> dict[str, int]:
     }
 
 
-@shared_task(name="scenarios.fan_out_prices", **RETRY_OPTIONS)
-def fan_out_prices(price_book_id: int) -> dict[str, Any]:
+@shared_task(name="scenarios.fan_out_prices", bind=True, **RETRY_OPTIONS)
+def fan_out_prices(self: Any, price_book_id: int) -> dict[str, Any]:
     """After a price book is published (or the sweeper re-sent its pending ``PriceFanOut``): re-run the
-    plans whose resolved prices changed."""
-    outcome = fanout.price_book_fan_out(price_book_id=price_book_id, delivery=True)
+    plans whose resolved prices changed. The task id holds the fan-out across the task's own retries."""
+    outcome = fanout.price_book_fan_out(
+        price_book_id=price_book_id, delivery=True, holder=str(self.request.id or "")
+    )
     return {"plans_changed": outcome.plans_changed, "runs_created": outcome.runs_created}
 
 

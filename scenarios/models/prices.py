@@ -127,6 +127,12 @@ class PriceFanOut(models.Model):
     # Deliveries whose worker was lost holding the lease (it expired): after ``runs.claims.FAN_OUT_MAX_LOST`` the
     # fan-out is given up (``done_at`` with ``error``) rather than sent again every minute for ever.
     lost_deliveries = models.PositiveIntegerField(default=0)
+    # The task delivery (its Celery task id, which the task's own retries keep) holding the lease: its retry
+    # after a database outage takes the fan-out again, whether or not the lease could be given back.
+    holder = models.CharField(max_length=64, blank=True, default="")
+    # Attempts that failed with an error the task retries (the database or the broker): past
+    # ``runs.claims.FAN_OUT_MAX_FAILED`` (the retries of ``FAN_OUT_MAX_LOST`` messages) it is given up too.
+    failed_attempts = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True, default="")
     done_at = models.DateTimeField(null=True, blank=True)
     plans_changed = models.PositiveIntegerField(default=0)

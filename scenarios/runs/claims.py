@@ -26,6 +26,7 @@ from scenarios.models import (
     PriceFanOut,
     Run,
 )
+from scenarios.queue import TRANSIENT_RETRIES
 
 log = logging.getLogger(__name__)
 
@@ -190,9 +191,12 @@ def run_progress(*, run_id: int, claim: Claim, points_done: int, points_total: i
 # it is given up: as a run's ``max_attempts``. A delivery that fails with an error gives its lease back and is
 # not counted (the task's own retries after a database or broker error are not losses).
 FAN_OUT_MAX_LOST = DEFAULT_MAX_ATTEMPTS
+# Attempts failed with an error the task retries before the fan-out is given up: every retry of
+# ``FAN_OUT_MAX_LOST`` messages (a database error that repeats, a statement timeout, not an outage of minutes).
+FAN_OUT_MAX_FAILED = FAN_OUT_MAX_LOST * (TRANSIENT_RETRIES + 1)
 
 
-def fan_outs_give_up(*, now: dt.datetime, price_book_id: int | None = None) -> int:
+def fan_outs_give_up(*, now: dt.datetime, price_book_id: int | None = None, holder: str = "") -> int:
     """Give up the fan-outs whose worker was lost ``FAN_OUT_MAX_LOST`` times: each lost delivery left its lease
     to expire, and one more would be taken by a new delivery that dies the same way. Marked done with the
     reason (``error``); the plans it owed re-runs are left to the nightly re-check (``auto_rerun`` plans) or a
@@ -202,13 +206,23 @@ def fan_outs_give_up(*, now: dt.datetime, price_book_id: int | None = None) -> i
     )
     if price_book_id is not None:
         rows = rows.filter(pk=price_book_id)
+    if holder:
+        rows = rows.exclude(holder=holder)  # its own lease, which the task's retry takes again: not a loss
     given_up = rows.update(
         done_at=now,
         lease_expires_at=None,
         lost_deliveries=F("lost_deliveries") + 1,
         error=f"gave up after {FAN_OUT_MAX_LOST} deliveries whose worker was lost (killed, out of memory, or "
-        "over the hard time limit) before the re-runs were created",
+        "over the time limit) before the re-runs were created",
+    )
+    failing = PriceFanOut.objects.filter(done_at__isnull=True, failed_attempts__gte=FAN_OUT_MAX_FAILED)
+    if price_book_id is not None:
+        failing = failing.filter(pk=price_book_id)
+    given_up += failing.update(
+        done_at=now,
+        lease_expires_at=None,
+        error=f"gave up after {FAN_OUT_MAX_FAILED} attempts failed with a database or broker error",
     )
     if given_up:
-        log.error("gave up %s price fan-out(s) after %s lost deliveries", given_up, FAN_OUT_MAX_LOST)
+        log.error("gave up %s price fan-out(s) that kept failing", given_up)
     return given_up

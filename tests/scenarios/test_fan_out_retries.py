@@ -41,8 +41,10 @@ def test_the_retry_of_a_fan_out_delivery_after_a_database_error_creates_the_runs
 
     monkeypatch.setattr(fanout, "_flush", flaky_flush)
     with pytest.raises(OperationalError):
-        fanout.price_book_fan_out(price_book_id=cut.pk, delivery=True)  # the task retries this
-    retried = fanout.price_book_fan_out(price_book_id=cut.pk, delivery=True)
+        fanout.price_book_fan_out(
+            price_book_id=cut.pk, delivery=True, holder="task-1"
+        )  # the task retries this
+    retried = fanout.price_book_fan_out(price_book_id=cut.pk, delivery=True, holder="task-1")
     assert retried.runs_created == 1, "the task's own retry found the fan-out held and did nothing"
     assert PriceFanOut.objects.get(pk=cut.pk).done_at is not None
 
