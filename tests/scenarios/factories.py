@@ -114,3 +114,16 @@ def run_sweep_in_process(plan: Any, axes: list[dict[str, Any]], chunks_sent: lis
     run.refresh_from_db()
     assert run.status == "succeeded", run.error
     return Result.objects.get(runs=run)
+
+
+def global_price_cut(*, fan_out: str = "caller") -> Any:
+    """A global book (H100 at $25,000, Quebec power) then its next version cutting the H100 to $20,000, whose
+    fan-out is left to the caller: the price change the fan-out tests re-run plans for. Returns the second."""
+    from scenarios import services
+
+    h100 = {"kind": "accelerator", "key": "h100-sxm", "value": 25000}
+    quebec = {"kind": "electricity", "key": "quebec", "value": 0.05}
+    services.price_book_publish(team=None, user=None, name="v1", entries=[h100, quebec], fan_out="none")
+    return services.price_book_publish(
+        team=None, user=None, name="v2", entries=[{**h100, "value": 20000}], fan_out=fan_out
+    )

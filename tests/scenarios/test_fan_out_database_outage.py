@@ -14,23 +14,17 @@ from django.db import OperationalError
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from scenarios import fanout, services
+from scenarios import fanout
 from scenarios.models import PriceFanOut, Run
 from scenarios.runs.sweeper import runs_sweep
-from tests.scenarios.factories import make_plan, make_team
+from tests.scenarios.factories import global_price_cut, make_plan, make_team
 
 pytestmark = pytest.mark.django_db
-
-H100 = {"kind": "accelerator", "key": "h100-sxm", "value": 25000}
-QUEBEC = {"kind": "electricity", "key": "quebec", "value": 0.05}
 
 
 def test_a_fan_out_retried_after_database_outages_is_done_not_given_up(sent: Any) -> None:
     plan = make_plan(team=make_team())
-    services.price_book_publish(team=None, user=None, name="v1", entries=[H100, QUEBEC], fan_out="none")
-    book = services.price_book_publish(
-        team=None, user=None, name="v2", entries=[{**H100, "value": 20000}], fan_out="caller"
-    )
+    book = global_price_cut()
     real_update = QuerySet.update
 
     def database_down(**kwargs: Any) -> Any:

@@ -13,25 +13,19 @@ import pytest
 from django.db import OperationalError
 from django.utils import timezone
 
-from scenarios import fanout, services, tasks
+from scenarios import fanout, tasks
 from scenarios.models import DEFAULT_MAX_ATTEMPTS, PriceFanOut
 from scenarios.runs.sweeper import runs_sweep
-from tests.scenarios.factories import make_plan, make_team
+from tests.scenarios.factories import global_price_cut, make_plan, make_team
 
 pytestmark = pytest.mark.django_db
-
-H100 = {"kind": "accelerator", "key": "h100-sxm", "value": 25000}
-QUEBEC = {"kind": "electricity", "key": "quebec", "value": 0.05}
 
 
 def test_a_fan_out_failing_with_the_same_database_error_on_every_message_is_given_up(
     sent: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make_plan(team=make_team())
-    services.price_book_publish(team=None, user=None, name="v1", entries=[H100, QUEBEC], fan_out="none")
-    book = services.price_book_publish(
-        team=None, user=None, name="v2", entries=[{**H100, "value": 20000}], fan_out="caller"
-    )
+    book = global_price_cut()
 
     def statement_timeout(**kwargs: Any) -> Any:
         raise OperationalError("canceling statement due to statement timeout")

@@ -11,7 +11,7 @@ from django.db import OperationalError
 
 from scenarios import execution, fanout, services
 from scenarios.models import PriceFanOut, Run
-from tests.scenarios.factories import make_plan, make_team
+from tests.scenarios.factories import global_price_cut, make_plan, make_team
 
 pytestmark = pytest.mark.django_db
 
@@ -61,10 +61,7 @@ def test_a_fan_out_whose_worker_is_lost_on_every_delivery_is_not_sent_again_fore
     from scenarios.runs.sweeper import runs_sweep
 
     make_plan(team=make_team())
-    services.price_book_publish(team=None, user=None, name="v1", entries=[H100, QUEBEC], fan_out="none")
-    book = services.price_book_publish(
-        team=None, user=None, name="v2", entries=[{**H100, "value": 20000}], fan_out="caller"
-    )
+    book = global_price_cut()
     now = timezone.now()
     sent_again = 0
     for _ in range(DEFAULT_MAX_ATTEMPTS + 5):

@@ -12,25 +12,19 @@ import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 from django.utils import timezone
 
-from scenarios import fanout, services
+from scenarios import fanout
 from scenarios.models import DEFAULT_MAX_ATTEMPTS, PriceFanOut
 from scenarios.runs.sweeper import runs_sweep
-from tests.scenarios.factories import make_plan, make_team
+from tests.scenarios.factories import global_price_cut, make_plan, make_team
 
 pytestmark = pytest.mark.django_db
-
-H100 = {"kind": "accelerator", "key": "h100-sxm", "value": 25000}
-QUEBEC = {"kind": "electricity", "key": "quebec", "value": 0.05}
 
 
 def test_a_fan_out_over_the_time_limit_on_every_delivery_is_not_sent_again_forever(
     sent: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make_plan(team=make_team())
-    services.price_book_publish(team=None, user=None, name="v1", entries=[H100, QUEBEC], fan_out="none")
-    book = services.price_book_publish(
-        team=None, user=None, name="v2", entries=[{**H100, "value": 20000}], fan_out="caller"
-    )
+    book = global_price_cut()
 
     def too_long(**kwargs: Any) -> Any:
         raise SoftTimeLimitExceeded("SoftTimeLimitExceeded()")
