@@ -27,6 +27,7 @@ seen by every team, so it names the feed and its status only (``failed_payload``
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import hashlib
 import json
@@ -34,7 +35,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from auditlog.context import disable_auditlog
+from auditlog.diff import model_instance_diff
+from auditlog.models import LogEntry
+from auditlog.registry import auditlog
 from celery.schedules import crontab as celery_crontab
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -378,6 +384,42 @@ def _sync_schedule(feed: PriceFeed, schedule: Schedule | None) -> None:
         feed.save(update_fields=["schedule"])
 
 
+def schedule_label(task: PeriodicTask | None) -> str | None:
+    """A feed's schedule as one line of the audit log: ``every_s=3600``, ``crontab=30 2 * * * UTC``, or
+    ``solar``/``clocked`` for a beat row edited in the admin to a kind the API does not set."""
+    if task is None:
+        return None
+    shown = schedule_of(task)
+    assert shown is not None
+    if shown["every_s"] is not None:
+        return f"every_s={shown['every_s']}"
+    if shown["crontab"] is not None:
+        return f"crontab={shown['crontab']} {shown['timezone']}"
+    return "solar" if task.solar_id is not None else "clocked"
+
+
+def _log_feed_change(
+    before: PriceFeed | None, after: PriceFeed, schedules: tuple[str | None, str | None]
+) -> None:
+    """One audit entry for a feed's creation or change, its schedule included.
+
+    The schedule lives in a django-celery-beat row the feed points to, which django-auditlog's diff of the feed
+    cannot see (and the pointer is set after the feed is made), so the feed's own signals are silenced while it
+    is written (``disable_auditlog``) and this entry is written instead: the registered fields' diff, plus
+    ``schedule`` when its label moved. The actor and the token are the request's, as for any entry."""
+    if not auditlog.contains(PriceFeed):
+        return
+    changes = (
+        model_instance_diff(before, after, use_json_for_changes=settings.AUDITLOG_STORE_JSON_CHANGES) or {}
+    )
+    if schedules[0] != schedules[1]:
+        changes["schedule"] = list(schedules)
+    if before is not None and not changes:
+        return
+    action = LogEntry.Action.CREATE if before is None else LogEntry.Action.UPDATE
+    LogEntry.objects.log_create(after, action=action, changes=changes)
+
+
 # --- Feeds ----------------------------------------------------------------------------------------------
 
 
@@ -412,7 +454,7 @@ def feed_create(
     clean = schedule_clean(schedule) if schedule is not None else None
     created_by = user if getattr(user, "is_authenticated", False) else None
     try:
-        with transaction.atomic():
+        with transaction.atomic(), disable_auditlog():
             feed = PriceFeed.objects.create(
                 team=team,
                 name=name,
@@ -423,6 +465,7 @@ def feed_create(
                 created_by=created_by,
             )
             _sync_schedule(feed, clean)
+            _log_feed_change(None, feed, (None, schedule_label(feed.schedule)))
     except IntegrityError:
         raise ValidationError({"name": [f"a feed named {name!r} exists already"]}) from None
     return feed
@@ -450,10 +493,11 @@ def feed_update(*, feed: PriceFeed, **changes: Any) -> PriceFeed:
         clean["enabled"] = bool(changes["enabled"])
     schedule = schedule_clean(changes["schedule"]) if changes.get("schedule") is not None else None
     try:
-        with transaction.atomic():
+        with transaction.atomic(), disable_auditlog():
             locked = (
                 PriceFeed.objects.select_for_update(of=("self",)).select_related("schedule").get(pk=feed.pk)
             )
+            before, schedule_before = copy.copy(locked), schedule_label(locked.schedule)
             if any(k in clean and clean[k] != getattr(locked, k) for k in ("source", "format", "mode")):
                 locked.last_hash = ""
             for key, value in clean.items():
@@ -461,6 +505,7 @@ def feed_update(*, feed: PriceFeed, **changes: Any) -> PriceFeed:
             locked.updated_at = timezone.now()
             locked.save()
             _sync_schedule(locked, schedule)
+            _log_feed_change(before, locked, (schedule_before, schedule_label(locked.schedule)))
     except IntegrityError:
         raise ValidationError({"name": [f"a feed named {clean.get('name')!r} exists already"]}) from None
     return locked

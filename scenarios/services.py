@@ -143,14 +143,16 @@ def membership_invite(*, team: Team, user: User, role: str) -> Membership:
 def membership_accept(*, membership: Membership) -> Membership:
     """The invitee's acceptance: the membership is in force from now (a second acceptance changes nothing).
     Raises ``Membership.DoesNotExist`` when the invitation was withdrawn (or declined) meanwhile."""
-    if membership.accepted_at is None:
-        Membership.objects.filter(pk=membership.pk, accepted_at__isnull=True).update(
-            accepted_at=timezone.now()
-        )
-    accepted = Membership.objects.filter(pk=membership.pk).select_related("team").first()
-    if accepted is None:
-        raise Membership.DoesNotExist(f"membership {membership.pk} no longer exists")
-    return accepted
+    with transaction.atomic():
+        # the row is saved, not updated in place, so that the audit log records who accepted and when
+        accepted = Membership.objects.select_for_update(of=("self",)).select_related("team")
+        row = accepted.filter(pk=membership.pk).first()
+        if row is None:
+            raise Membership.DoesNotExist(f"membership {membership.pk} no longer exists")
+        if row.accepted_at is None:
+            row.accepted_at = timezone.now()
+            row.save(update_fields=["accepted_at"])
+    return row
 
 
 def membership_leave(*, membership: Membership) -> None:
