@@ -27,6 +27,7 @@ does all three in one process; the ``sweep`` command line is ``solvers.cli``.
 from __future__ import annotations
 
 import copy
+import decimal
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -90,6 +91,8 @@ def range_values(raw: Any, *, path: str) -> tuple[float | int, ...]:
 
     Example: ``{start: 25, stop: 100, step: 25}`` -> (25, 50, 75, 100); ``{start: 1024, stop: 8192,
     factor: 2}`` -> (1024, 2048, 4096, 8192). Integers stay integers when start and step (or factor) are.
+    Other values are computed in decimal from the numbers as written and then rounded once to a double:
+    ``{start: 0.7, stop: 1.0, step: 0.1}`` -> (0.7, 0.8, 0.9, 1.0), and no value lies past ``stop``.
     """
     if not isinstance(raw, Mapping):
         raise ScenarioError.single(path, "must be a mapping {start, stop, step} or {start, stop, factor}")
@@ -120,19 +123,34 @@ def range_values(raw: Any, *, path: str) -> tuple[float | int, ...]:
         count = math.floor(span) + 1
         if count > MAX_VALUES_PER_AXIS:
             raise ScenarioError.single(path, f"gives {count:,} values, more than {MAX_VALUES_PER_AXIS:,}")
-        out = [start + i * by for i in range(count)]
+        if integral:
+            out = [start + i * by for i in range(count)]
+        else:
+            with decimal.localcontext(prec=RANGE_DIGITS):
+                first, step = _decimal(start), _decimal(by)
+                out = [float(first + i * step) for i in range(count)]
     else:
         if by <= 1 or start <= 0 or stop < start:
             raise ScenarioError.single(f"{path}.factor", "must be > 1 with 0 < start <= stop")
-        current: float | int = start
-        while current <= stop * (1 + 1e-9):
-            out.append(current)
-            if len(out) > MAX_VALUES_PER_AXIS:
-                raise ScenarioError.single(path, f"gives more than {MAX_VALUES_PER_AXIS:,} values")
-            current = current * by
-    if not integral:
-        out = [float(v) for v in out]
-    return tuple(out)
+        with decimal.localcontext(prec=RANGE_DIGITS):
+            current, factor = _decimal(start), _decimal(by)
+            while current <= _decimal(stop) * STOP_TOLERANCE:
+                out.append(int(current) if integral else float(current))
+                if len(out) > MAX_VALUES_PER_AXIS:
+                    raise ScenarioError.single(path, f"gives more than {MAX_VALUES_PER_AXIS:,} values")
+                current = current * factor
+    # a value within the tolerance above stop is stop, never past it
+    return tuple(v if integral else min(v, float(stop)) for v in out)
+
+
+# Ranges are computed on the decimal numbers a client wrote (the shortest repr of each double), so that
+# 0.7 by 0.1 gives 0.8 and 0.9, not 0.7999999999999999, and a value is the double of its decimal.
+RANGE_DIGITS = 60
+STOP_TOLERANCE = decimal.Decimal("1.000000001")  # stop counts as reached within 1e-9 relative
+
+
+def _decimal(value: float | int) -> decimal.Decimal:
+    return decimal.Decimal(repr(value)) if isinstance(value, float) else decimal.Decimal(value)
 
 
 def _check_field(field: Any, path: str) -> str:
@@ -188,6 +206,16 @@ def plan_sweep(
         field = _check_field(item.get("field"), f"{path}.field")
         if field in (a.field for a in axes):
             raise ScenarioError.single(f"{path}.field", f"{field} is swept twice")
+        # a field inside another swept field: one would overwrite the other at every point
+        for j, other in enumerate(axes):
+            outer, inner = sorted((field, other.field), key=len)
+            if inner.startswith(outer + "."):
+                raise ScenarioError.single(
+                    f"{path}.field",
+                    f"{inner} lies inside {outer}, swept by sweep.axes[{j}]: sweep one of them (to vary a "
+                    f"preset and a field of it, sweep {outer} over mappings such as "
+                    "{preset: ..., field: value})",
+                )
         if ("values" in item) == ("range" in item):
             raise ScenarioError.single(path, "give exactly one of values (a list) or range")
         if "values" in item:

@@ -93,6 +93,7 @@ R_EP_GROUP = "training.layout.ep: ep must divide dp*cp"
 R_BATCH = "training.layout.microbatch_seqs: dp*microbatch_seqs must divide the global batch (sequences)"
 R_VIRTUAL = "training.layout.virtual_stages: pp*virtual_stages must not exceed model.layers + 2"
 R_INTERLEAVED = "training.layout.schedule: interleaved needs microbatches divisible by pp"
+R_INTERLEAVED_PP = "training.layout.schedule: interleaved needs pp >= 2"
 R_DUALPIPE = "training.layout.schedule: dualpipe needs an even pp and at least 2*pp microbatches, in pairs"
 
 
@@ -391,7 +392,7 @@ def enumerate_layouts(
     schedule and virtual stages, then the product of the remaining axes); each stage drops the rows that
     break its rules before the next multiplies them, and a dropped row counts as every layout it would have
     become. Rules: tp*cp*pp | gpus; tp | heads; cp | seq_len; pp <= layers; ep | experts and ep | dp*cp
-    (CONTRACT.md); dp*microbatch_seqs | batch sequences; interleaved: pp*v <= layers and pp | microbatches
+    (CONTRACT.md); dp*microbatch_seqs | batch sequences; interleaved: pp >= 2, pp*v <= layers and pp | microbatches
     (Megatron-LM's interleaved 1F1B); dualpipe: even pp and an even number of microbatches >= 2*pp
     (DeepSeek-V3 §3.2.1).
     Raises ``ScenarioError`` at ``search.space`` when more than ``max_layouts`` layouts would be built.
@@ -502,6 +503,8 @@ def _enumerate(
     cols = _keep(
         cols,
         [
+            # at pp 1 a row takes the space's first schedule, which the engine refuses when it is interleaved
+            (R_INTERLEAVED_PP, interleaved & (p < 2)),
             (R_VIRTUAL, interleaved & (p * cols["virtual_stages"] > layers + STANDALONE_CHUNKS)),
             (R_INTERLEAVED, interleaved & (m % p != 0)),
             (R_DUALPIPE, dualpipe & ((p % 2 != 0) | (m < 2 * p) | (m % 2 != 0))),
