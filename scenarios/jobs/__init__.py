@@ -11,22 +11,25 @@ engine works.
 Sweep (``kind="sweep"``): ``sweep_request`` expands the points (refusing more than ``MAX_SWEEP_POINTS``
 before anything is queued) and queues ``scenarios.sweep_start``, which claims the run like a solve (attempt
 cap, lease), freezes the plan's priced inputs in ``Run.params["job"]`` and sends one ``scenarios.sweep_chunk``
-task per chunk of points as a Celery group, so every worker process on the queue takes chunks. Each chunk:
+message per chunk of points, so every worker process on the queue takes chunks. Each chunk:
 
-* is claimed under the run's row lock, with an attempt count per chunk (a chunk whose worker is lost
-  ``max_attempts`` times fails the run, as a solve would);
+* is a ``SweepChunk`` row claimed with the run claim's conditional UPDATEs (``execution.claim_rows``), with an
+  attempt count per chunk (a chunk whose worker is lost ``max_attempts`` times fails the run, as a solve
+  would);
 * solves its points (``solvers.sweep.sweep_point``) and records their rows with ONE conditional UPDATE
-  (run running, same frozen inputs, chunk not yet recorded): ``points_done = points_done + n`` and the rows
-  under ``params.job.chunks.<k>``, so a chunk delivered twice is counted once;
+  (run running, same frozen inputs, chunk not yet recorded) on its row, and ``points_done + n`` on the run,
+  so a chunk delivered twice is counted once;
 * then checks whether every chunk is recorded and, if so, runs the final aggregation (``sweep_finish``):
   rows in point order, the Pareto front, the best point, stored with ``execution.results_store``. The
   aggregation is safe to run twice or concurrently: the result is unique on (plan, input hash) and the run
-  is marked succeeded only while it is running. Once stored, the rows are dropped from the run row (the
-  result holds them), so reading runs does not carry them along.
+  is marked succeeded only while it is running. Once stored, the chunk rows are deleted (the result holds
+  their rows).
 
-A sweep that the sweeper re-sends (its message was lost, or its lease expired while chunks queued behind
-other work) arrives through ``scenarios.execute_run``; the sweep executor registered below then finishes it
-in that worker, keeping the chunks already recorded.
+A sweep that arrives through ``scenarios.execute_run`` (the sweeper re-sent it because its message was lost
+or its lease expired while its chunks queued behind other work) is started by the sweep starter registered
+below exactly as ``scenarios.sweep_start`` starts it: the chunks already recorded for the same inputs are
+kept and the others are sent again, each solved in a task of its own, never the whole sweep in one task
+under one time limit.
 
 The result's ``input_hash`` hashes the job kind, the resolved scenario and the options, so a search or a
 sweep of a plan never collides with the plan's solve result, and repeating an unchanged job returns the

@@ -345,6 +345,15 @@ def _layouts_per_point(document: Mapping[str, Any], planned: Any) -> int:
                 ]
             }
         )
+    if counts and max(counts.values()) == 0:
+        raise ValidationError(
+            {
+                "space": [
+                    "no point's search space holds a layout that passes the divisibility, batch and schedule "
+                    "rules; widen the space"
+                ]
+            }
+        )
     return max(counts.values(), default=1)
 
 

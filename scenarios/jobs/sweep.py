@@ -45,9 +45,9 @@ CHUNK_CAPPED = "capped"  # the chunk lost its worker too often: the run failed
 
 # --- Sweep: the job state in Run.params["job"], the chunks in SweepChunk rows ------------------------
 #
-# {"input_hash": key of the frozen inputs, "inputs": PlanInputs.snapshot() (or {"document"} when the sweep
-#  executor froze them), "document", "pricing", "chunk_points": n, "chunks_total": k}; chunk k is the
-#  SweepChunk (run, k) of that input_hash: claimed like a run, its rows recorded once.
+# {"input_hash": key of the frozen inputs, "inputs": PlanInputs.snapshot(), "document", "pricing",
+#  "chunk_points": n, "chunks_total": k}; chunk k is the SweepChunk (run, k) of that input_hash: claimed like a
+#  run, its rows recorded once.
 
 _CHUNK_GAVE_UP_SQL = (
     "'gave up after ' || attempts || ' attempts: the worker solving this chunk was lost each time "
@@ -413,7 +413,7 @@ def sweep_finish(*, run_id: int) -> str:
     if job is None or not sweep_complete(run_id=run_id, input_hash=job.input_hash):
         return "incomplete"
     if "revisions" not in snapshot:
-        return "executor"  # inputs frozen by the sweep executor, which stores the result itself
+        return "incomplete"  # inputs frozen without their provenance: ``sweep_begin`` freezes them again
     planned = _plan_of(job.document, run.params)
     started = run.started_at or run.queued_at
     report = sweep_report(
@@ -430,30 +430,6 @@ def sweep_finish(*, run_id: int) -> str:
         SweepChunk.objects.filter(run_id=run_id).delete()
     log.info("sweep run %s stored as result %s (created: %s)", run_id, stored.result_id, stored.created)
     return "succeeded"
-
-
-def sweep_executor(inputs: PlanInputs, run: Run, claim: execution.Claim) -> dict[str, Any]:
-    """Executor of ``kind="sweep"`` runs that arrive through ``scenarios.execute_run`` (the sweeper re-sent
-    a sweep whose message was lost or whose lease expired): finish the sweep in this worker, keeping the
-    chunks already recorded for the same inputs, with progress per chunk; ``runs_execute`` stores it."""
-    planned = _plan_of(inputs.base_document, run.params)
-    key = _sweep_hash(document=inputs.base_document, planned=planned, prices_for=inputs.pricing)
-    job = _job_of(run.pk, run.params, len(planned.points))
-    if job is None or job.input_hash != key:
-        job = _freeze(run=run, claim=claim, inputs=inputs, snapshot={"document": inputs.document})
-        if job is None:
-            # Another delivery took the run between the claim and the freeze; ``runs_execute`` records
-            # nothing for a run this delivery no longer holds.
-            from solvers import ScenarioError
-
-            raise ScenarioError.single("", f"sweep run {run.pk} was taken by another delivery")
-    for chunk in range(job.chunks_total):
-        if not _recorded(run.pk, chunk):
-            _chunk_record(job=job, chunk=chunk, rows=_solve_chunk(job, planned, chunk))
-    started = run.started_at or run.queued_at
-    return sweep_report(
-        job=job, planned=planned, rows=_rows_of(run.pk), elapsed_s=(timezone.now() - started).total_seconds()
-    )
 
 
 def send_chunks(*, run_id: int, chunks: Sequence[int], input_hash: str) -> None:

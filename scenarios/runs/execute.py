@@ -58,6 +58,18 @@ def register_executor(kind: str, executor: Executor) -> None:
     EXECUTORS[kind] = executor
 
 
+# Kinds solved in many tasks (a sweep's chunks) register a starter instead: a run of such a kind that
+# arrives here (the sweeper re-sent it, or a message sent before it was routed to its start task) is started
+# as its own start task would (claimed, inputs frozen, its work sent in parts), never solved whole in this
+# task under one time limit. A starter returns what happened ("started", "failed", a claim state).
+Starter = Callable[..., str]
+STARTERS: dict[str, Starter] = {}
+
+
+def register_starter(kind: str, starter: Starter) -> None:
+    STARTERS[kind] = starter
+
+
 @dataclass(frozen=True)
 class Outcome:
     run_id: int
@@ -128,8 +140,10 @@ def runs_execute(
 ) -> list[Outcome]:
     """Claim, solve and store runs (a chunk from the fan-out, or one run). Database and broker errors
     propagate so the task retries; a run whose input the solver refuses fails with the field paths."""
-    states = runs_claim(run_ids=run_ids, claim=claim)
-    outcomes = {run_id: Outcome(run_id=run_id, status=state) for run_id, state in states.items()}
+    outcomes = _start(run_ids=run_ids, claim=claim)
+    to_solve = [run_id for run_id in run_ids if run_id not in outcomes]
+    states = runs_claim(run_ids=to_solve, claim=claim) if to_solve else {}
+    outcomes.update({run_id: Outcome(run_id=run_id, status=state) for run_id, state in states.items()})
     held = [run_id for run_id, state in states.items() if state in (CLAIMED, RESUMED)]
     sheets = sheets if sheets is not None else {}
     if not held:
@@ -150,6 +164,17 @@ def runs_execute(
             )
         )
     return [outcomes[run_id] for run_id in run_ids]
+
+
+def _start(*, run_ids: Sequence[int], claim: Claim) -> dict[int, Outcome]:
+    """Start the runs of a kind with a starter (``STARTERS``); their outcomes, by run id."""
+    if not STARTERS:
+        return {}
+    kinds = Run.objects.filter(pk__in=list(run_ids), kind__in=list(STARTERS)).values_list("pk", "kind")
+    return {
+        run_id: Outcome(run_id=run_id, status=STARTERS[kind](run_id=run_id, claim=claim))
+        for run_id, kind in kinds
+    }
 
 
 def run_execute(*, run_id: int, claim: Claim, sheets: dict[int, pricing.PriceSheet] | None = None) -> Outcome:
