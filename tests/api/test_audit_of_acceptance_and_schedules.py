@@ -90,6 +90,8 @@ def test_a_price_feeds_schedule_is_audited_when_set_and_when_changed(world: Worl
     }
 
     # the same schedule again is no change
-    again = client.patch(f"/api/v1/price-feeds/{feed}/", {"schedule": {"crontab": "30 2 * * *"}}, format="json")
+    again = client.patch(
+        f"/api/v1/price-feeds/{feed}/", {"schedule": {"crontab": "30 2 * * *"}}, format="json"
+    )
     assert again.status_code == 200, again.content
     assert len(entries_about(world, "price_feed", feed)) == 2
