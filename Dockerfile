@@ -15,7 +15,9 @@ COPY manage.py ./
 RUN pip install . && useradd --system --no-create-home planner \
     && STATIC_ROOT=/app/static DATABASE_URL=postgres://x@127.0.0.1:1/x REDIS_URL=redis://127.0.0.1:1/0 \
        python manage.py collectstatic --noinput
-ENV STATIC_ROOT=/app/static
+# Production settings unless told otherwise (a host that runs the image with its URLs alone gets no DEBUG and
+# must give SECRET_KEY); collectstatic above runs before this line, so the build needs no secret.
+ENV STATIC_ROOT=/app/static PLANNER_ENV=production
 USER planner
 EXPOSE 8000
 CMD ["gunicorn", "planner.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--threads", "4", "--access-logfile", "-"]
