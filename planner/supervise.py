@@ -15,10 +15,14 @@ processes) and runs supervisord in the foreground, every process's output on its
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
+import signal
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from planner.env import env_str
 
@@ -107,6 +111,36 @@ def write_config(only: list[str] | None = None) -> Path:
     return conf
 
 
+def run_in_own_session(command: list[str]) -> int:
+    """Run ``command`` (supervisord) in a new session, its output relayed to ours, and stop it with SIGTERM
+    when this process gets SIGTERM, SIGINT or SIGHUP.
+
+    Closing the terminal of ``./dev up`` used to kill supervisord before it stopped its processes (the hangup,
+    then the write errors of its log lines to a terminal gone), leaving web, worker and beat running. In its own
+    session it gets no signal from the terminal; its output comes through a pipe that this process keeps
+    draining after the terminal is gone, so supervisord always stops its processes in order."""
+    with contextlib.suppress(OSError):  # already a session leader
+        os.setsid()
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+    def stop(_signum: int, _frame: Any) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signal.SIGTERM)
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, stop)
+    assert child.stdout is not None
+    out, terminal = child.stdout.fileno(), sys.stdout.fileno()
+    relaying = True
+    while chunk := os.read(out, 65536):
+        try:
+            while relaying and chunk:
+                chunk = chunk[os.write(terminal, chunk) :]
+        except OSError:  # the terminal is gone: keep draining, so that supervisord never blocks
+            relaying = False
+    return child.wait()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["ctl"]:
@@ -116,9 +150,18 @@ def main(argv: list[str] | None = None) -> int:
         )
     parser = argparse.ArgumentParser(prog="python -m planner.supervise", description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these Procfile processes")
+    parser.add_argument(
+        "--own-session",
+        action="store_true",
+        help="run in a session of its own: the terminal's signals (Ctrl-C, hangup) reach only the caller, "
+        "which stops supervisord with SIGTERM (./dev up)",
+    )
     options = parser.parse_args(args)
     conf = write_config(options.only)
-    os.execv(sys.executable, [sys.executable, "-m", "supervisor.supervisord", "-n", "-c", str(conf)])
+    command = [sys.executable, "-m", "supervisor.supervisord", "-n", "-c", str(conf)]
+    if options.own_session:
+        return run_in_own_session(command)
+    os.execv(sys.executable, command)
 
 
 if __name__ == "__main__":
