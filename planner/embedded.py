@@ -36,6 +36,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Iterator
@@ -115,20 +116,26 @@ def default_servers() -> EmbeddedServers:
 def ensure_secrets(servers: EmbeddedServers) -> dict[str, str]:
     """Read (or generate once) the servers' passwords; the folder is 0700 and every file 0600.
 
-    Files are created with O_EXCL so that processes starting together agree on one password."""
+    Each file appears with its content at once (linked into place), so processes starting together agree on
+    one password and none reads an empty one."""
     folder = servers.secrets_dir
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o700)
     values: dict[str, str] = {}
     for name in SECRETS:
         path = folder / f"{name}.password"
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            path.chmod(0o600)
-        else:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(secrets.token_urlsafe(32))
+        if not path.exists():
+            # Written in a file of its own, then linked into place: the link fails if another process won the
+            # race, and a reader never sees the file empty (an O_EXCL create is visible before it is written).
+            fd, draft = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
+            try:
+                with os.fdopen(fd, "w") as fh:
+                    fh.write(secrets.token_urlsafe(32))
+                with contextlib.suppress(FileExistsError):
+                    os.link(draft, path)
+            finally:
+                os.unlink(draft)
+        path.chmod(0o600)
         values[name] = path.read_text().strip()
     return values
 
@@ -261,10 +268,21 @@ def _start_postgres(servers: EmbeddedServers) -> None:
             pwfile.unlink(missing_ok=True)
         if res.returncode != 0:
             raise RuntimeError(f"initdb failed:\n{res.stdout}\n{res.stderr}")
-    # A stale pid file from a killed server would block pg_ctl; the port check above proved it is dead.
+    # A stale pid file from a killed server would block pg_ctl. The port is closed, but the folder's server may
+    # still run on another port (PLANNER_PG_PORT changed in this shell): its lock file must stay, or pg_ctl
+    # stop cannot find it and the server shuts itself down under its clients.
+    running = _postmaster_running(data)
+    if running is not None:
+        pid, port = running
+        raise RuntimeError(
+            f"the PostgreSQL of {data} runs already (pid {pid}) on port {port}, not {servers.pg_port}: use "
+            f"PLANNER_PG_PORT={port}, or stop it first (PLANNER_PG_PORT={port} ./dev stop)"
+        )
     with contextlib.suppress(FileNotFoundError):
         (data / "postmaster.pid").unlink()
-    options = f"-h 127.0.0.1 -p {servers.pg_port} -k {data} -c max_connections=200 -c fsync=on"
+    # TCP on loopback only: no Unix socket (its path, under the checkout, may exceed the 107 bytes a socket's
+    # path may have, and nothing here connects through one).
+    options = f"-h 127.0.0.1 -p {servers.pg_port} -k '' -c max_connections=200 -c fsync=on"
     res = _run_pg(
         [
             _pg_bin("pg_ctl"),
@@ -286,6 +304,26 @@ def _start_postgres(servers: EmbeddedServers) -> None:
         raise RuntimeError(f"PostgreSQL did not start:\n{res.stdout}\n{res.stderr}\n{log[-2000:]}")
     _require_passwords(servers, user)
     _create_roles_and_database(servers)
+
+
+def _postmaster_running(data: Path) -> tuple[int, str] | None:
+    """(pid, port) of the server whose lock file ``data/postmaster.pid`` is, while that process lives."""
+    try:
+        lines = (data / "postmaster.pid").read_text().splitlines()
+        pid = int(lines[0])
+    except (FileNotFoundError, ValueError, IndexError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass  # alive, another user's
+    # a pid reused by another program since the server was killed is not the server
+    with contextlib.suppress(OSError):
+        if b"postgres" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return None
+    return pid, (lines[3] if len(lines) > 3 else "?")
 
 
 def _require_passwords(servers: EmbeddedServers, user: pwd.struct_passwd | None) -> None:

@@ -19,16 +19,25 @@ import pytest
 SERVERS = pytest.StashKey[object]()
 # Test folders that never touch PostgreSQL or Redis.
 NO_SERVERS = ("tests/solvers",)
+# The URLs this plugin exported, so that pytest-xdist's workers (which inherit them, and collect the tests the
+# controller never collects) still start the servers; a nested session given other URLs does not match.
+EXPORTED = "PLANNER_TEST_EMBEDDED_URLS"
+
+
+def _urls() -> str:
+    return f"{os.environ.get('DATABASE_URL', '')} {os.environ.get('REDIS_URL', '')}"
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(
     early_config: pytest.Config, parser: pytest.Parser, args: list[str]
 ) -> None:
-    if os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL"):
-        return
     from planner import embedded
 
+    if os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL"):
+        if os.environ.get("PLANNER_TEST_EMBEDDED_URLS") == _urls():
+            early_config.stash[SERVERS] = embedded.default_servers()
+        return
     servers = embedded.default_servers()
     env = embedded.environment(servers, owner=True)  # generates the passwords; starts nothing
     if os.environ.get("DATABASE_URL"):
@@ -36,6 +45,7 @@ def pytest_load_initial_conftests(
         env.pop("DATABASE_APP_ROLE")
     for name, value in env.items():
         os.environ.setdefault(name, value)
+    os.environ[EXPORTED] = _urls()
     early_config.stash[SERVERS] = servers
 
 

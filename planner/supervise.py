@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -48,15 +51,38 @@ def supervisor_dir() -> Path:
     return Path(env_str("PLANNER_VAR_DIR") or ROOT / "var").resolve() / "supervisor"
 
 
+# A Unix socket's path holds at most 107 bytes (103 on macOS); a checkout in a deep folder exceeds that.
+SOCKET_PATH_MAX = 100
+
+
+def control_socket(folder: Path) -> Path:
+    """supervisord's control socket: ``<folder>/supervisor.sock``, or, when that path is too long for a Unix
+    socket, a socket named after the folder in a folder of this user's alone under the system's temporary
+    folder (made 0700 and refused unless it is this user's and no one else's)."""
+    natural = folder / "supervisor.sock"
+    if len(os.fsencode(natural)) <= SOCKET_PATH_MAX:
+        return natural
+    short = Path(tempfile.gettempdir()) / f"planner-{os.getuid()}"
+    short.mkdir(mode=0o700, exist_ok=True)
+    info = short.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise SystemExit(
+            f"{short} must be a folder of this user's alone (mode 0700) for supervisord's socket"
+        )
+    digest = hashlib.sha256(os.fsencode(folder.resolve())).hexdigest()[:16]
+    return short / f"supervisor-{digest}.sock"
+
+
 def render_config(processes: dict[str, str], folder: Path) -> str:
     """A supervisord configuration: each process through ``sh -c 'exec ...'`` (so ``${PORT}`` expands and
     the signal reaches the process itself), restarted whenever it exits, stopped with its process group.
 
     All processes are stopped together; one still running 20 s after SIGTERM (a worker finishing a long
     task in its warm shutdown) is killed: its unacknowledged task goes back to the queue (acks_late)."""
+    sock = control_socket(folder)
     sections = [
         "[unix_http_server]",
-        f"file={folder / 'supervisor.sock'}",
+        f"file={sock}",
         "chmod=0700",
         "",
         "[supervisord]",
@@ -69,7 +95,7 @@ def render_config(processes: dict[str, str], folder: Path) -> str:
         "supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface",
         "",
         "[supervisorctl]",
-        f"serverurl=unix://{folder / 'supervisor.sock'}",
+        f"serverurl=unix://{sock}",
         "",
     ]
     for name, command in processes.items():
