@@ -29,4 +29,5 @@ def with_etag(view_class: type[Any]) -> type[Any]:
         return response
 
     decorated.finalize_response = finalize_response
+    decorated.etag_conditional = True  # the OpenAPI document's ETag, If-None-Match and 304 (api.schema)
     return decorated

@@ -30,7 +30,9 @@ ERROR_DESCRIPTIONS = {
     "404": "No such object among your teams' objects (another team's object is also 404).",
     "409": "Results depend on this object: archive it instead.",
     "422": "The Idempotency-Key was already used for a different request (method, path, body or credential).",
-    "429": "Too many requests for this token; retry after the number of seconds in Retry-After.",
+    "429": "Too many requests for this token (its scope's rate), or too many wrong tokens from this address "
+    "(every token request from it, a right one too, until the window has passed); retry after the number of "
+    "seconds in Retry-After.",
     "503": "The database or the broker is unreachable: nothing was done; retry after Retry-After seconds.",
 }
 # A POST's 409 comes from its Idempotency-Key, a DELETE's from what depends on the object.
@@ -51,6 +53,15 @@ IDEMPOTENCY_PARAMETER = OpenApiParameter(
 )
 
 
+IF_NONE_MATCH_PARAMETER = OpenApiParameter(
+    "If-None-Match",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    required=False,
+    description="The ETag of a body you hold: while nothing changed the answer is 304 with no body.",
+)
+
+
 class PlannerAutoSchema(AutoSchema):
     """Adds the shared error shape to every operation, for the status codes that operation can answer."""
 
@@ -60,15 +71,20 @@ class PlannerAutoSchema(AutoSchema):
             codes.append("409")
         if self.method == "POST":
             codes += ["409", "422"]
-        if getattr(self.view, "throttle_scope", None):
-            codes.append("429")
+        codes.append("429")  # wrong tokens from one address are throttled on every operation
         codes.append("503")
         return codes
+
+    def _conditional(self) -> bool:
+        """A GET of a view with an ETag (``api.conditional.with_etag``)."""
+        return self.method == "GET" and bool(getattr(self.view, "etag_conditional", False))
 
     def get_override_parameters(self) -> list[Any]:
         parameters: list[Any] = list(super().get_override_parameters())
         if self.method == "POST":
             parameters.append(IDEMPOTENCY_PARAMETER)
+        if self._conditional():
+            parameters.append(IF_NONE_MATCH_PARAMETER)
         return parameters
 
     def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
@@ -82,6 +98,16 @@ class PlannerAutoSchema(AutoSchema):
                     POST_409 if (code, self.method) == ("409", "POST") else ERROR_DESCRIPTIONS[code]
                 )
                 responses[code] = body
+        if self._conditional():
+            for code, body in responses.items():
+                if code.startswith("2") and isinstance(body, dict):
+                    body.setdefault("headers", {})["ETag"] = {
+                        "schema": {"type": "string"},
+                        "description": "A validator of this body: send it back in If-None-Match.",
+                    }
+            responses["304"] = {
+                "description": "Not modified: the If-None-Match named this body's ETag; no body is sent."
+            }
         return responses
 
 
@@ -101,9 +127,10 @@ LIMITS_MARKDOWN = f"""
 **Limits** (each enforced with a 400 naming the field and the limit):
 request body at most {limits.MAX_BODY_BYTES} bytes, JSON nested at most {limits.MAX_JSON_DEPTH} levels, finite
 numbers only (no NaN or Infinity), integers within ±2^53, strings at most {limits.MAX_STRING_CHARS} characters;
-page size at most {limits.MAX_PAGE_SIZE} (default {limits.DEFAULT_PAGE_SIZE}); at most
-{limits.MAX_COMPARE_ITEMS} plans or results per comparison; at most {limits.MAX_PRICE_ENTRIES} entries per price
-book. Scenario limits (GPUs, layers, batch, ...) are the solver's and are named in each 400.
+at most {limits.MAX_COMPARE_ITEMS} plans or results per comparison; at most {limits.MAX_PRICE_ENTRIES} entries per
+price book. Scenario limits (GPUs, layers, batch, ...) are the solver's and are named in each 400. A page of a
+list holds at most {limits.MAX_PAGE_SIZE} items (default {limits.DEFAULT_PAGE_SIZE}): a larger `page_size` is
+capped, not refused; follow `next`.
 """
 
 

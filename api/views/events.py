@@ -8,6 +8,7 @@ from typing import Any
 import django_filters
 from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
+from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, viewsets
@@ -107,9 +108,19 @@ class EventCursorPagination(CursorPagination):
         return cursor
 
 
+FEED_DESCRIPTION = f"""The change feed of your teams and the global events: results stored (with their headline
+deltas), figures that moved past a team threshold, failed runs, finished searches and sweeps, price books
+published (entries changed, plans to re-run), solver changes, price feeds refused, webhooks disabled.
+
+Newest first, cursor-paginated (`next`/`previous`); `?after=evt_...` reads forward from an event (oldest
+first), for clients that tail the feed: start from the event the `{SETTLED_HEADER}` header names. Filters:
+`plan`, `team`, `kind` (repeatable), `since`, `until`."""
+
+
 @extend_schema_view(
     list=extend_schema(
         tags=["events"],
+        description=FEED_DESCRIPTION,
         parameters=[
             OpenApiParameter(
                 "cursor", OpenApiTypes.STR, description="The opaque cursor of the next or previous page."
@@ -125,23 +136,22 @@ class EventCursorPagination(CursorPagination):
             ),
         ],
     ),
-    retrieve=extend_schema(tags=["events"], parameters=[OpenApiParameter("id", OpenApiTypes.STR, "path")]),
+    retrieve=extend_schema(
+        tags=["events"],
+        description="One event of your teams (or a global one) by its id (evt_...).",
+        parameters=[OpenApiParameter("id", OpenApiTypes.STR, "path")],
+    ),
 )
 class EventViewSet(
     TeamScopedViewSetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
-    """The change feed of your teams and the global events: results stored (with their headline deltas),
-    figures that moved past a team threshold, failed runs, finished searches and sweeps, price books
-    published (entries changed, plans to re-run), solver changes, price feeds refused, webhooks disabled.
-
-    Newest first, cursor-paginated (``next``/``previous``); ``?after=evt_...`` reads forward from an event
-    (oldest first), for clients that tail the feed. Filters: ``plan``, ``team``, ``kind`` (repeatable),
-    ``since``, ``until``."""
+    """The change feed (``FEED_DESCRIPTION``)."""
 
     serializer_class = EventSerializer
     filterset_class = EventFilter
     pagination_class = EventCursorPagination
-    ordering_fields: tuple[str, ...] = ()
+    # the feed has one order (newest first, or oldest first after ?after=): no ordering parameter
+    filter_backends = (DjangoFilterBackend,)
     lookup_value_regex = r"evt_[0-9a-fA-F]{32}"
 
     def base_queryset(self) -> QuerySet[Event]:
@@ -164,9 +174,9 @@ class EventViewSet(
         return None  # reading: the queryset is already the caller's teams and the global events
 
     def list(self, request: Any, *args: Any, **kwargs: Any) -> Any:
-        """The page, and (``SETTLED_HEADER``) the newest of the caller's events that no transaction still
-        open can precede: where a client starts tailing with ``?after=``. The newest event listed may not
-        be that one: an event of a transaction that started earlier can still commit with a smaller id."""
+        # The page, and in the SETTLED_HEADER header the newest of the caller's events that no transaction
+        # still open can precede: where a client starts tailing with ?after=. The newest event listed may not
+        # be that one: an event of a transaction that started earlier can still commit with a smaller id.
         response = super().list(request, *args, **kwargs)
         settled = (
             feed_of(request)

@@ -13,7 +13,6 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.errors import error_response
 from api.filters import PriceFeedFilter
 from api.schema import ErrorSerializer
 from api.serializers.price_feeds import (
@@ -99,15 +98,8 @@ class PriceFeedViewSet(
         from scenarios import feeds
 
         feed = self.get_object()
-        try:
-            feeds.enqueue_poll(feed_id=feed.pk)
-        except Exception:
-            log.warning("could not queue a poll of price feed %s", feed.pk, exc_info=True)
-            return error_response(
-                [{"path": "", "message": "the task queue is unreachable; try again shortly"}],
-                status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
-                detail="Service unavailable.",
-            )
+        # a broker that is down is an outage: the exception handler answers 503 with Retry-After (api.errors)
+        feeds.enqueue_poll(feed_id=feed.pk)
         url = request.build_absolute_uri(reverse("price-feed-detail", kwargs={"pk": feed.pk}))
         return Response(
             {"feed": feed.pk, "status": "queued", "url": url},

@@ -6,6 +6,7 @@ from typing import Any, cast
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db.models import Model, Q, QuerySet
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.exceptions import PermissionDenied
@@ -90,7 +91,9 @@ class ApiTokenViewSet(
         )
         data = ApiTokenCreatedSerializer(token, context=self.get_serializer_context()).data
         data["token"] = secret
-        return Response(data, status=status.HTTP_201_CREATED)
+        # the Location is what a retry with the same Idempotency-Key names (its secret is not kept)
+        url = request.build_absolute_uri(reverse("token-detail", kwargs={"pk": token.pk}))
+        return Response(data, status=status.HTTP_201_CREATED, headers={"Location": url})
 
     def perform_destroy(self, instance: ApiToken) -> None:
         if instance.user_id != self.request.user.pk and not has_role(self.request, instance.team_id, "admin"):

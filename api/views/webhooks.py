@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -88,7 +89,9 @@ class WebhookViewSet(
         )
         body = WebhookCreatedSerializer(created.endpoint, context=self.get_serializer_context()).data
         body["secret"] = created.secret
-        return Response(body, status=status.HTTP_201_CREATED)
+        # the Location is what a retry with the same Idempotency-Key names (its secret is not kept)
+        url = request.build_absolute_uri(reverse("webhook-detail", kwargs={"pk": created.endpoint.pk}))
+        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": url})
 
     def perform_update(self, serializer: Any) -> None:
         fields = dict(serializer.validated_data)
