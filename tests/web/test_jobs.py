@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from scenarios import execution
 from scenarios.models import Result, Run
 from tests.api.factories import plan_for
-from tests.api.inprocess import claim
+from tests.api.inprocess import execute_run
 from tests.web.conftest import SPACE_FORM, Browsers
 
 
@@ -41,9 +40,8 @@ def run_id_of(response: Any) -> int:
 
 
 def execute(run_id: int) -> Run:
-    outcome = execution.run_execute(run_id=run_id, claim=claim())
-    run = Run.objects.get(pk=run_id)
-    assert outcome.status == "succeeded", run.error
+    run = execute_run(run_id)
+    assert run.status == "succeeded", run.error
     return run
 
 
