@@ -139,8 +139,10 @@ def range_values(raw: Any, *, path: str) -> tuple[float | int, ...]:
                 if len(out) > MAX_VALUES_PER_AXIS:
                     raise ScenarioError.single(path, f"gives more than {MAX_VALUES_PER_AXIS:,} values")
                 current = current * factor
-    # a value within the tolerance above stop is stop, never past it
-    return tuple(v if integral else min(v, float(stop)) for v in out)
+    # a value within the tolerance above stop is stop, never past it (an integer past it is left out)
+    if integral:
+        return tuple(v for v in out if v <= stop)
+    return tuple(min(v, float(stop)) for v in out)
 
 
 # Ranges are computed on the decimal numbers a client wrote (the shortest repr of each double), so that

@@ -334,15 +334,19 @@ def _keep(
     return {k: v[alive] for k, v in cols.items()}
 
 
-def _schedule_options(space: SearchSpace) -> tuple[IntArray, IntArray]:
-    """(schedule code, virtual stages) pairs for pp > 1; the first pair is the one used when pp = 1."""
+def _schedule_options(space: SearchSpace) -> tuple[IntArray, IntArray, int]:
+    """(schedule code, virtual stages) pairs for pp > 1, and the index of the pair a pp-1 layout takes: the
+    first whose schedule runs on one stage (interleaved and DualPipe need at least 2), else the first."""
     pairs: list[tuple[int, int]] = []
     for name in space.schedule:
         if name == "interleaved":
             pairs.extend((SCHEDULE_CODE[name], v) for v in space.virtual_stages)
         else:
             pairs.append((SCHEDULE_CODE[name], 1))
-    return np.array([p[0] for p in pairs], dtype=np.int64), np.array([p[1] for p in pairs], dtype=np.int64)
+    multi_stage = (SCHEDULE_CODE["interleaved"], SCHEDULE_CODE["dualpipe"])
+    single = next((i for i, (code, _) in enumerate(pairs) if code not in multi_stage), 0)
+    codes = np.array([p[0] for p in pairs], dtype=np.int64)
+    return codes, np.array([p[1] for p in pairs], dtype=np.int64), single
 
 
 def _tail_table(space: SearchSpace, *, tp_one: bool) -> dict[str, np.ndarray]:
@@ -421,7 +425,7 @@ def _enumerate(
     batch_seqs = training.global_batch_tokens // training.seq_len
     rejected: dict[str, int] = {}
     moe = model.moe is not None
-    sched_code, sched_v = _schedule_options(space)
+    sched_code, sched_v, single_stage = _schedule_options(space)
     tail_full = _tail_table(space, tp_one=False)
     tail_tp1 = _tail_table(space, tp_one=True)
     n_sched = int(sched_code.shape[0])
@@ -494,6 +498,7 @@ def _enumerate(
 
     # Stage D: schedule and virtual stages (pp > 1 only).
     cols, option = _expand(cols, m_sched(cols["pp"]))
+    option = np.where(cols["pp"] == 1, single_stage, option)
     cols["schedule"] = sched_code[option]
     cols["virtual_stages"] = sched_v[option]
     below = m_tail(cols["tp"])
@@ -503,7 +508,7 @@ def _enumerate(
     cols = _keep(
         cols,
         [
-            # at pp 1 a row takes the space's first schedule, which the engine refuses when it is interleaved
+            # at pp 1 a row takes the space's first one-stage schedule; with none listed, it is refused
             (R_INTERLEAVED_PP, interleaved & (p < 2)),
             (R_VIRTUAL, interleaved & (p * cols["virtual_stages"] > layers + STANDALONE_CHUNKS)),
             (R_INTERLEAVED, interleaved & (m % p != 0)),

@@ -64,3 +64,19 @@ def test_a_fraction_swept_up_to_its_limit_is_accepted(world: Any, plan: Any) -> 
     )
     assert response.status_code == 202, response.json()
     assert response.json()["points_total"] == 14
+
+
+def test_a_search_listing_interleaved_before_1f1b_at_pp_1_is_accepted(
+    world: Any, plan: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """At pp 1 the schedule does not matter and 1f1b is valid: a space of schedules [interleaved, 1f1b] and
+    pp [1] holds as many layouts as [1f1b, interleaved] does, so it is queued (202) as that one is, not
+    refused with 400 at ``space``."""
+    accepted = world.carol.client.post(
+        _url(plan, "search"), {"space": {"schedule": ["1f1b", "interleaved"], "pp": [1]}}, format="json"
+    )
+    assert accepted.status_code == 202, accepted.json()
+    response = world.carol.client.post(
+        _url(plan, "search"), {"space": {"schedule": ["interleaved", "1f1b"], "pp": [1]}}, format="json"
+    )
+    assert response.status_code == 202, response.json()

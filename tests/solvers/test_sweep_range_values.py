@@ -54,3 +54,19 @@ def test_a_range_point_equals_a_solve_of_the_value_it_names() -> None:
     scenario["training"]["layout"] = row["best"]["layout"]
     report = solve(scenario)
     assert row["best"]["metrics"]["facility_kwh"] == report["energy"]["facility_kwh"], row["point"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"start": 200000000000, "stop": 999999999999, "step": 200000000000},
+        {"start": 1, "stop": 1023.9999999, "factor": 2},
+    ],
+    ids=["integer-step", "integer-factor"],
+)
+def test_an_integer_range_never_goes_past_its_stop(raw: dict[str, Any]) -> None:
+    """Total tokens from 0.2T by 0.2T up to 999,999,999,999 are 0.2T to 0.8T: the stop tolerance makes the
+    range end at 1,000,000,000,000, past the stop written, as it does for 1 to 1023.9999999 by a factor 2
+    (1024). A range of doubles is held to its stop; one of integers must be too."""
+    values = range_values(raw, path="sweep.axes[0].range")
+    assert max(values) <= raw["stop"], values
