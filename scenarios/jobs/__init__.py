@@ -25,10 +25,10 @@ message per chunk of points, so every worker process on the queue takes chunks. 
   is marked succeeded only while it is running. Once stored, the chunk rows are deleted (the result holds
   their rows).
 
-A sweep that arrives through ``scenarios.execute_run`` (the sweeper re-sent it because its message was lost
-or its lease expired while its chunks queued behind other work) is started by the sweep starter registered
-below exactly as ``scenarios.sweep_start`` starts it: the chunks already recorded for the same inputs are
-kept and the others are sent again, each solved in a task of its own, never the whole sweep in one task
+A sweep the sweeper re-sends (its message was lost, or its lease expired while its chunks queued behind other
+work) goes to ``scenarios.sweep_start`` again (``execution.enqueue_runs`` routes sweeps there, and
+``execute_run(s)`` hands over one that reaches it, unclaimed): the chunks already recorded for the same inputs
+are kept and the others are sent again, each solved in a task of its own, never the whole sweep in one task
 under one time limit.
 
 The result's ``input_hash`` hashes the job kind, the resolved scenario and the options, so a search or a

@@ -16,6 +16,7 @@ from scenarios import adapters, conf, pricing, queue
 from scenarios.inputs import plan_inputs
 from scenarios.models import (
     RUN_KIND_SOLVE,
+    RUN_KIND_SWEEP,
     STATUS_FAILED,
     STATUS_QUEUED,
     STATUS_SUCCEEDED,
@@ -58,16 +59,17 @@ def register_executor(kind: str, executor: Executor) -> None:
     EXECUTORS[kind] = executor
 
 
-# Kinds solved in many tasks (a sweep's chunks) register a starter instead: a run of such a kind that
-# arrives here (the sweeper re-sent it, or a message sent before it was routed to its start task) is started
-# as its own start task would (claimed, inputs frozen, its work sent in parts), never solved whole in this
-# task under one time limit. A starter returns what happened ("started", "failed", a claim state).
-Starter = Callable[..., str]
-STARTERS: dict[str, Starter] = {}
+# A sweep is solved in many tasks (its chunks), started by its own task (``scenarios.sweep_start``), which claims
+# it under its own task id. A sweep that reaches ``execute_run(s)`` anyway (a message sent before sweeps were
+# routed, ``enqueue_runs``) is handed over to that task, never claimed or solved whole here: a batch's claim
+# would make the batch's redeliveries and time limits the sweep's.
+HANDED_OVER = "handed over"
+START_MESSAGES: dict[str, str] = {RUN_KIND_SWEEP: queue.SWEEP_START}
 
 
-def register_starter(kind: str, starter: Starter) -> None:
-    STARTERS[kind] = starter
+def send_starts(run_ids: Sequence[int]) -> int:
+    """One start message per run (a sweep's ``scenarios.sweep_start``); raises when the broker is down."""
+    return queue.send_many((queue.SWEEP_START, [run_id]) for run_id in run_ids)
 
 
 @dataclass(frozen=True)
@@ -140,7 +142,7 @@ def runs_execute(
 ) -> list[Outcome]:
     """Claim, solve and store runs (a chunk from the fan-out, or one run). Database and broker errors
     propagate so the task retries; a run whose input the solver refuses fails with the field paths."""
-    outcomes = _start(run_ids=run_ids, claim=claim)
+    outcomes = _hand_over(run_ids=run_ids)
     to_solve = [run_id for run_id in run_ids if run_id not in outcomes]
     states = runs_claim(run_ids=to_solve, claim=claim) if to_solve else {}
     outcomes.update({run_id: Outcome(run_id=run_id, status=state) for run_id, state in states.items()})
@@ -166,15 +168,18 @@ def runs_execute(
     return [outcomes[run_id] for run_id in run_ids]
 
 
-def _start(*, run_ids: Sequence[int], claim: Claim) -> dict[int, Outcome]:
-    """Start the runs of a kind with a starter (``STARTERS``); their outcomes, by run id."""
-    if not STARTERS:
-        return {}
-    kinds = Run.objects.filter(pk__in=list(run_ids), kind__in=list(STARTERS)).values_list("pk", "kind")
-    return {
-        run_id: Outcome(run_id=run_id, status=STARTERS[kind](run_id=run_id, claim=claim))
-        for run_id, kind in kinds
+def _hand_over(*, run_ids: Sequence[int]) -> dict[int, Outcome]:
+    """Send the queued runs of a kind started by a task of its own (``START_MESSAGES``) to that task; such a run
+    that is no longer queued is left to the task that holds it. Their outcomes, by run id."""
+    rows = Run.objects.filter(pk__in=list(run_ids), kind__in=list(START_MESSAGES)).values_list("pk", "status")
+    outcomes = {
+        run_id: Outcome(run_id=run_id, status=HANDED_OVER if state == STATUS_QUEUED else state)
+        for run_id, state in rows
     }
+    queued = [run_id for run_id, outcome in outcomes.items() if outcome.status == HANDED_OVER]
+    if queued:
+        send_starts(queued)
+    return outcomes
 
 
 def run_execute(*, run_id: int, claim: Claim, sheets: dict[int, pricing.PriceSheet] | None = None) -> Outcome:
@@ -191,7 +196,12 @@ def enqueue_runs(*, run_ids: Sequence[int], chunk_size: int | None = None) -> in
     harmless: the sweeper sends the run again."""
     if not run_ids:
         return 0
-    return queue.send_many(queue.run_messages(run_ids, chunk_size=chunk_size or conf.run_chunk_size()))
+    started = set(
+        Run.objects.filter(pk__in=list(run_ids), kind__in=list(START_MESSAGES)).values_list("pk", flat=True)
+    )
+    solved = [run_id for run_id in run_ids if run_id not in started]
+    sent = send_starts([run_id for run_id in run_ids if run_id in started]) if started else 0
+    return sent + queue.send_many(queue.run_messages(solved, chunk_size=chunk_size or conf.run_chunk_size()))
 
 
 def runs_mark_unsent(run_ids: Sequence[int]) -> None:

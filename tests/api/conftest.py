@@ -129,4 +129,5 @@ def no_broker(monkeypatch: pytest.MonkeyPatch) -> None:
     from scenarios.runs import execute
 
     monkeypatch.setattr(execute, "enqueue_runs", lambda **_: 0)
+    monkeypatch.setattr(execute, "send_starts", lambda run_ids: 0)
     monkeypatch.setattr(requests, "send_start", lambda run_id: None)

@@ -37,7 +37,7 @@ def execute_run(run_id: int) -> Run:
         sent.extend((run_id, chunk, input_hash) for chunk in chunks)
 
     with mock.patch.object(sweep, "send_chunks", record):
-        execution.run_execute(run_id=run_id, claim=claim())
+        sweep.sweep_begin(run_id=run_id, claim=claim())  # what scenarios.sweep_start runs
         for run, chunk, input_hash in sent:
             sweep.chunk_execute(run_id=run, chunk=chunk, input_hash=input_hash, claim=claim())
     return Run.objects.get(pk=run_id)

@@ -41,3 +41,20 @@ def test_long_running_services_hold_no_owner_or_superuser_credentials(
         f"{service} receives the table owner's or the PostgreSQL superuser's password in {leaked}: code running "
         "in it can connect as a role that disables the results' immutability trigger"
     )
+
+
+@pytest.mark.parametrize("service", ["web", "worker", "beat"])
+def test_an_owner_url_left_in_dotenv_is_overridden_as_the_example_says(
+    dotenv: dict[str, str], service: str
+) -> None:
+    """.env.example lists MIGRATE_DATABASE_URL under 'Set by docker-compose.yml from the values above (any
+    value here is overridden)'. An operator who fills that line in (it is shown with its value) must not hand
+    the table owner's password to web, worker and beat: compose used to override it for every service, and
+    now sets it for migrate only, so the .env value reaches the others unchanged."""
+    filled = {
+        **dotenv,
+        "MIGRATE_DATABASE_URL": f"postgres://planner_owner:{dotenv['PLANNER_OWNER_PASSWORD']}@postgres:5432/planner",
+    }
+    compose = interpolate(yaml.safe_load(COMPOSE.read_text()), filled)
+    env = service_env(compose, filled, service)
+    assert dotenv["PLANNER_OWNER_PASSWORD"] not in env.get("MIGRATE_DATABASE_URL", ""), service

@@ -50,9 +50,16 @@ def chunks_sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, str]]:
 def starts_sent(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Record the search and sweep starts sent instead of sending them."""
     from scenarios.jobs import requests
+    from scenarios.runs import execute
 
     calls: list[int] = []
     monkeypatch.setattr(requests, "send_start", calls.append)
+
+    def send_starts(run_ids: Any) -> int:
+        calls.extend(run_ids)
+        return len(run_ids)
+
+    monkeypatch.setattr(execute, "send_starts", send_starts)
     return calls
 
 

@@ -485,12 +485,13 @@ def test_a_sweep_resent_by_the_sweeper_sends_only_its_missing_chunks_again(
     claims_before = {str(c.index): c.rows for c in SweepChunk.objects.filter(run=run, status="succeeded")}
     assert len(claims_before) == 2
     # The lease expired (chunks queued behind other work): the sweeper puts the run back and sends it
-    # through scenarios.execute_run, which starts it as scenarios.sweep_start would.
+    # through scenarios.execute_run, which hands it over to scenarios.sweep_start.
     Run.objects.filter(pk=run.pk).update(status="queued", claim_task_id="")
     first_sending = list(chunks_sent)
     chunks_sent.clear()
     outcome = execution.run_execute(run_id=run.pk, claim=new_claim())
-    assert outcome.status == "started"
+    assert outcome.status == "handed over" and starts_sent[-1] == run.pk
+    assert search_jobs.sweep_begin(run_id=run.pk, claim=new_claim()) == "started"  # the start task's work
     assert [chunk for _, chunk, _ in chunks_sent] == [chunk for _, chunk, _ in first_sending[2:]]
     for run_id, chunk, input_hash in chunks_sent:
         search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=new_claim())
@@ -574,6 +575,6 @@ def test_a_sweep_survives_kill9_of_one_of_two_workers(worker_factory, settings) 
     result = Result.objects.get(runs=run)
     assert [r["index"] for r in result.report["rows"]] == list(range(2 * POINTS))
     assert Result.objects.filter(plan=plan).count() == 1
-    # Normally 2: the chunk the killed worker held was finished by the sweep executor that the sweeper
-    # sent once the lease expired (1 if the kill fell between two chunks).
+    # Normally 2: the sweeper sent the sweep to its start task again once the lease expired, which sent the
+    # chunk the killed worker held again (1 if the kill fell between two chunks).
     assert run.attempts in (1, 2)

@@ -59,8 +59,13 @@ def test_a_resent_sweep_solves_no_more_than_a_chunk_in_one_task(
         return original(plan, index, **kwargs)
 
     monkeypatch.setattr(solvers.sweep, "sweep_point", counting)
-    execution.run_execute(run_id=run.pk, claim=new_claim())
+    starts_sent.clear()
+    outcome = execution.run_execute(run_id=run.pk, claim=new_claim())
     assert len(solved) <= CHUNK_POINTS, f"one task solved {len(solved)} points; a chunk holds {CHUNK_POINTS}"
+    # handed over to its own start task, unclaimed by this one
+    assert outcome.status == "handed over" and starts_sent == [run.pk]
+    run.refresh_from_db()
+    assert run.status == "queued" and run.claim_task_id == ""
 
 
 @pytest.mark.django_db
@@ -74,7 +79,9 @@ def test_a_resent_sweep_drops_its_chunk_rows_once_its_result_is_stored(
     first_sending = list(chunks_sent)
     chunks_sent.clear()
     outcome = execution.run_execute(run_id=run.pk, claim=new_claim())
-    assert outcome.status == "started"
+    assert outcome.status == "handed over"
+    # the start task it was handed to
+    assert search_jobs.sweep_begin(run_id=run.pk, claim=new_claim()) == "started"
     assert sorted(chunk for _, chunk, _ in chunks_sent) == sorted(chunk for _, chunk, _ in first_sending)
     for run_id, chunk, input_hash in chunks_sent:
         search_jobs.chunk_execute(run_id=run_id, chunk=chunk, input_hash=input_hash, claim=new_claim())
