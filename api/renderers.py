@@ -2,7 +2,8 @@
 
 A view may define ``csv_table(data) -> (header, rows)`` to lay its own table out (compare does); otherwise
 lists (paginated or not) become one row per item with nested fields flattened to dotted column names, and
-errors become ``path,message`` rows.
+errors become ``path,message`` rows. A page of a list says where the next page is in ``Link`` and how many rows
+the list holds in ``X-Total-Count``.
 """
 
 from __future__ import annotations
@@ -97,4 +98,23 @@ class CSVRenderer(BaseRenderer):
         header, rows = table(data) if ok and callable(table) else _generic_table(data)
         if ok and view is not None and response is not None and getattr(view, "csv_filename", None):
             response["Content-Disposition"] = f'attachment; filename="{view.csv_filename}"'
+        if ok and response is not None:
+            _page_headers(data, response)
         return write_csv(header, rows)
+
+
+def _page_headers(data: Any, response: Any) -> None:
+    """A page of a list as CSV holds its rows only: where the next and previous pages are (``Link``, RFC 8288)
+    and how many rows the list holds (``X-Total-Count``, page-number lists) go in headers, so that a tool
+    reading CSV does not take one page for the whole list."""
+    if not (isinstance(data, Mapping) and isinstance(data.get("results"), list)):
+        return
+    links = [
+        f'<{data[rel]}>; rel="{name}"'
+        for rel, name in (("next", "next"), ("previous", "prev"))
+        if data.get(rel)
+    ]
+    if links:
+        response["Link"] = ", ".join(links)
+    if isinstance(data.get("count"), int):
+        response["X-Total-Count"] = str(data["count"])
