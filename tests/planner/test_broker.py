@@ -23,17 +23,12 @@ from kombu import Connection, Exchange, Queue
 from kombu.transport import redis as kombu_redis
 
 from planner import broker
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.processes import free_port
 
 
 class PrivateRedis:
     def __init__(self) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="broker-redis-"))
         self.process: subprocess.Popen[bytes] | None = None
 

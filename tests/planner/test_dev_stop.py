@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ import pytest
 
 from planner import embedded, supervise
 from tests.conftest import ROOT
+from tests.processes import free_port
 
 # Starts a Redis server and supervisord: not a unit test.
 pytestmark = pytest.mark.integration
@@ -55,12 +55,6 @@ while True:
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def folder() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="stop-"))  # short: the control socket's path has a length limit
@@ -69,7 +63,7 @@ def folder() -> Iterator[Path]:
 
 
 def test_dev_stop_stops_the_servers_only_after_the_processes(folder: Path) -> None:
-    servers = embedded.EmbeddedServers(var_dir=folder, pg_port=_free_port(), redis_port=_free_port())
+    servers = embedded.EmbeddedServers(var_dir=folder, pg_port=free_port(), redis_port=free_port())
     embedded.ensure_secrets(servers)
     embedded._start_redis(servers)  # only Redis: PostgreSQL's folder stays empty, so `stop` skips it
     script = folder / "stand_in.py"

@@ -13,7 +13,6 @@ import pty
 import select
 import shutil
 import signal
-import socket
 import tempfile
 import time
 import uuid
@@ -23,29 +22,15 @@ import pytest
 from django.conf import settings
 
 from tests.conftest import ROOT, database_url_for_tests
+from tests.processes import alive, free_port
 
 UP_TIMEOUT_S = 150.0
-STOP_TIMEOUT_S = 45.0  # supervisord stops its processes within stopwaitsecs (20 s) and a kill
+STOP_TIMEOUT_S = (
+    90.0  # supervisord stops its processes within stopwaitsecs (20 s) and a kill; a loaded machine is slower
+)
 
 # runs `./dev up` under a terminal, as the quickstart suite does
 pytestmark = pytest.mark.quickstart
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    with contextlib.suppress(FileNotFoundError):
-        return "zombie" not in status.read_text().lower()
-    return False
 
 
 def _children(pid: int) -> list[int]:
@@ -66,7 +51,7 @@ def test_closing_the_terminal_of_dev_up_stops_its_processes(tmp_path: Path) -> N
         "PLANNER_QUEUE": f"planner-hup-{uuid.uuid4().hex[:8]}",
         "PLANNER_VAR_DIR": str(var_dir),
         "STATIC_ROOT": str(tmp_path / "static"),
-        "PORT": str(_free_port()),
+        "PORT": str(free_port()),
     }
     pid, master = pty.fork()
     if pid == 0:  # the child: ./dev up with the pty as its controlling terminal
@@ -91,22 +76,22 @@ def test_closing_the_terminal_of_dev_up_stops_its_processes(tmp_path: Path) -> N
         os.close(master)  # the terminal is closed
         master = -1
         deadline = time.monotonic() + STOP_TIMEOUT_S
-        while time.monotonic() < deadline and any(_alive(p) for p in [supervisord, *processes]):
+        while time.monotonic() < deadline and any(alive(p) for p in [supervisord, *processes]):
             time.sleep(0.5)
-        left = [p for p in [supervisord, *processes] if _alive(p)]
+        left = [p for p in [supervisord, *processes] if alive(p)]
         assert not left, f"processes {left} of ./dev up outlived its terminal (supervisord {supervisord})"
     finally:
         if master >= 0:
             os.close(master)
-        if supervisord and _alive(supervisord):
+        if supervisord and alive(supervisord):
             os.kill(supervisord, signal.SIGTERM)
             deadline = time.monotonic() + STOP_TIMEOUT_S
-            while _alive(supervisord) and time.monotonic() < deadline:
+            while alive(supervisord) and time.monotonic() < deadline:
                 time.sleep(0.5)
         for p in processes:  # each is the leader of its process group (a worker's pool, gunicorn's workers)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(p, signal.SIGKILL)
-        if supervisord and _alive(supervisord):
+        if supervisord and alive(supervisord):
             os.kill(supervisord, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -20,12 +19,7 @@ import redis
 
 from planner import embedded
 from tests.conftest import ROOT
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.processes import free_port
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +27,7 @@ def servers() -> Iterator[embedded.EmbeddedServers]:
     # Outside pytest's owner-only temporary root: PostgreSQL may run as another system user (as root).
     (ROOT / "var").mkdir(exist_ok=True)
     var_dir = Path(tempfile.mkdtemp(prefix="auth-", dir=ROOT / "var"))
-    pair = embedded.EmbeddedServers(var_dir=var_dir, pg_port=_free_port(), redis_port=_free_port())
+    pair = embedded.EmbeddedServers(var_dir=var_dir, pg_port=free_port(), redis_port=free_port())
     try:
         embedded.ensure_running(pair)
         yield pair

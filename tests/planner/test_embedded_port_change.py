@@ -15,7 +15,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import tempfile
 import time
 from collections.abc import Iterator
@@ -25,24 +24,9 @@ import pytest
 
 from planner import embedded
 from tests.conftest import ROOT
+from tests.processes import alive, free_port
 
 pytestmark = pytest.mark.integration  # starts a PostgreSQL server
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with contextlib.suppress(FileNotFoundError):
-        return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
-    return False
 
 
 @pytest.fixture
@@ -50,7 +34,7 @@ def running() -> Iterator[tuple[embedded.EmbeddedServers, int]]:
     # Outside pytest's owner-only temporary root: PostgreSQL may run as another system user (as root).
     (ROOT / "var").mkdir(exist_ok=True)
     var_dir = Path(tempfile.mkdtemp(prefix="port-", dir=ROOT / "var"))
-    pair = embedded.EmbeddedServers(var_dir=var_dir, pg_port=_free_port(), redis_port=_free_port())
+    pair = embedded.EmbeddedServers(var_dir=var_dir, pg_port=free_port(), redis_port=free_port())
     pid = 0
     try:
         embedded.ensure_running(pair)
@@ -58,10 +42,10 @@ def running() -> Iterator[tuple[embedded.EmbeddedServers, int]]:
         yield pair, pid
     finally:
         embedded.stop(pair)
-        if pid and _alive(pid):  # the server's lock file is gone: pg_ctl cannot stop it
+        if pid and alive(pid):  # the server's lock file is gone: pg_ctl cannot stop it
             os.kill(pid, signal.SIGINT)  # fast shutdown
             deadline = time.monotonic() + 30
-            while _alive(pid) and time.monotonic() < deadline:
+            while alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.2)
         shutil.rmtree(var_dir, ignore_errors=True)
 
@@ -70,7 +54,7 @@ def test_a_start_on_another_port_leaves_the_running_server_stoppable(
     running: tuple[embedded.EmbeddedServers, int],
 ) -> None:
     pair, pid = running
-    moved = embedded.EmbeddedServers(var_dir=pair.var_dir, pg_port=_free_port(), redis_port=pair.redis_port)
+    moved = embedded.EmbeddedServers(var_dir=pair.var_dir, pg_port=free_port(), redis_port=pair.redis_port)
     with contextlib.suppress(RuntimeError):  # refusing to start a second server on the folder is right
         embedded.ensure_running(moved)
     assert (pair.pg_data / "postmaster.pid").exists(), (
@@ -78,6 +62,6 @@ def test_a_start_on_another_port_leaves_the_running_server_stoppable(
     )
     embedded.stop(pair)
     deadline = time.monotonic() + 30
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _alive(pid), "`embedded stop` (./dev stop) left the server running"
+    assert not alive(pid), "`embedded stop` (./dev stop) left the server running"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,17 +23,12 @@ import pytest
 
 from planner import embedded, supervise
 from tests.conftest import ROOT
+from tests.processes import free_port
 
 pytestmark = pytest.mark.integration  # starts PostgreSQL, Redis and supervisord
 
 # A checkout at /home/<user>/src/github.com/<org>/<repository>-worktrees/<branch> is 70 to 90 characters.
 CHECKOUT_PATH_LENGTH = 85
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -51,7 +45,7 @@ def deep_var_dir() -> Iterator[Path]:
 
 
 def test_embedded_servers_start_from_a_deep_checkout(deep_var_dir: Path) -> None:
-    servers = embedded.EmbeddedServers(var_dir=deep_var_dir, pg_port=_free_port(), redis_port=_free_port())
+    servers = embedded.EmbeddedServers(var_dir=deep_var_dir, pg_port=free_port(), redis_port=free_port())
     try:
         embedded.ensure_running(servers)
     finally:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,21 +20,16 @@ import pytest
 
 from planner import embedded
 from tests.conftest import ROOT
+from tests.processes import free_port
 
 pytestmark = pytest.mark.quickstart  # a fresh pytest session on fresh embedded servers, as on a new machine
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_a_bare_parallel_pytest_starts_the_embedded_servers(tmp_path: Path) -> None:
     # Outside pytest's owner-only temporary root: PostgreSQL may run as another system user (as root).
     (ROOT / "var").mkdir(exist_ok=True)
     var_dir = Path(tempfile.mkdtemp(prefix="xdist-", dir=ROOT / "var"))
-    servers = embedded.EmbeddedServers(var_dir=var_dir, pg_port=_free_port(), redis_port=_free_port())
+    servers = embedded.EmbeddedServers(var_dir=var_dir, pg_port=free_port(), redis_port=free_port())
     env = {
         key: value
         for key, value in os.environ.items()

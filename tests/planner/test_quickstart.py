@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,17 +17,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.processes import alive, free_port
 
 UP_TIMEOUT_S = 180.0
 
 # Fresh servers, a migration and three processes (about a minute): `./dev test-quickstart`, run by CI.
 pytestmark = pytest.mark.quickstart
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -48,11 +42,11 @@ def test_dev_up_brings_web_worker_and_beat_to_healthy(tmp_path: Path, var_dir: P
         for key, value in os.environ.items()
         if key not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}
     }
-    port = _free_port()
+    port = free_port()
     env.update(
         PLANNER_VAR_DIR=str(var_dir),
-        PLANNER_PG_PORT=str(_free_port()),
-        PLANNER_REDIS_PORT=str(_free_port()),
+        PLANNER_PG_PORT=str(free_port()),
+        PLANNER_REDIS_PORT=str(free_port()),
         PORT=str(port),
         STATIC_ROOT=str(tmp_path / "static"),
     )
@@ -94,15 +88,7 @@ def test_dev_up_brings_web_worker_and_beat_to_healthy(tmp_path: Path, var_dir: P
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
         subprocess.run([sys.executable, "-m", "planner.embedded", "stop"], cwd=ROOT, env=env, check=False)
-    survivors = [int(pid) for pid in pids if _alive(int(pid))]
+    survivors = [int(pid) for pid in pids if alive(int(pid))]
     for pid in survivors:
         os.kill(pid, signal.SIGKILL)
     assert not survivors, f"processes {survivors} outlived ./dev up"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()

@@ -9,12 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import ROOT
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.processes import free_port
 
 
 def _port_open(port: int) -> bool:
@@ -26,7 +21,7 @@ def _port_open(port: int) -> bool:
 def _clean_env(tmp_path: Path, **extra: str) -> tuple[dict[str, str], list[int]]:
     """An environment without the project's URLs, pointing the embedded servers at fresh ports and a
     fresh folder, so any start would be visible."""
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     env = {
         key: value
         for key, value in os.environ.items()
@@ -68,7 +63,7 @@ def test_settings_without_urls_fail_clearly_and_start_nothing(tmp_path: Path) ->
 
 
 def test_settings_with_urls_connect_to_nothing_at_import(tmp_path: Path) -> None:
-    db_port, redis_port = _free_port(), _free_port()
+    db_port, redis_port = free_port(), free_port()
     env, ports = _clean_env(
         tmp_path,
         DATABASE_URL=f"postgres://planner@127.0.0.1:{db_port}/planner",
