@@ -25,9 +25,8 @@ from tests.conftest import ROOT, database_url_for_tests
 from tests.processes import alive, free_port
 
 UP_TIMEOUT_S = 150.0
-STOP_TIMEOUT_S = (
-    90.0  # supervisord stops its processes within stopwaitsecs (20 s) and a kill; a loaded machine is slower
-)
+# supervisord stops its processes within stopwaitsecs (20 s) and a kill; a loaded machine is slower
+STOP_TIMEOUT_S = 90.0
 
 # runs `./dev up` under a terminal, as the quickstart suite does
 pytestmark = pytest.mark.quickstart
