@@ -14,6 +14,7 @@ from api.models import ApiToken
 from scenarios import services
 from scenarios.models import Membership
 from tests.api.conftest import World
+from tests.api.test_audit_of_team_settings import create_feed
 
 pytestmark = pytest.mark.django_db
 
@@ -58,17 +59,8 @@ def test_accepting_an_invitation_is_audited_with_the_invitee_as_actor(world: Wor
 
 
 def test_a_price_feeds_schedule_is_audited_when_set_and_when_changed(world: World, settings: Any) -> None:
-    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
     client = world.alice.client
-    body = {
-        "team": world.alpha.pk,
-        "name": "distributor",
-        "source": "http://127.0.0.1:9/prices.csv",
-        "schedule": {"every_s": 3600},
-    }
-    created = client.post("/api/v1/price-feeds/", body, format="json")
-    assert created.status_code == 201, created.content
-    feed = created.json()["id"]
+    feed = create_feed(world, settings)
     about = entries_about(world, "price_feed", feed)
     assert [entry["event"] for entry in about] == ["created"], about
     assert about[0]["changes"]["schedule"] == [None, "every_s=3600"]

@@ -62,19 +62,24 @@ def test_a_webhook_endpoint_created_repointed_and_deleted_is_audited(world: Worl
     assert "secret" not in changed["changes"]
 
 
-def test_a_price_feed_created_repointed_and_deleted_is_audited(world: World, settings: Any) -> None:
-    """A feed publishes the team's price books on its own, so where it reads from is an audited setting."""
+def create_feed(world: World, settings: Any) -> int:
+    """Alice's feed "distributor" of team alpha, polled hourly from a loopback URL; its id."""
     settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
-    client = world.alice.client
     body = {
         "team": world.alpha.pk,
         "name": "distributor",
         "source": "http://127.0.0.1:9/prices.csv",
         "schedule": {"every_s": 3600},
     }
-    created = client.post("/api/v1/price-feeds/", body, format="json")
+    created = world.alice.client.post("/api/v1/price-feeds/", body, format="json")
     assert created.status_code == 201, created.content
-    feed = created.json()["id"]
+    return int(created.json()["id"])
+
+
+def test_a_price_feed_created_repointed_and_deleted_is_audited(world: World, settings: Any) -> None:
+    """A feed publishes the team's price books on its own, so where it reads from is an audited setting."""
+    client = world.alice.client
+    feed = create_feed(world, settings)
     moved = client.patch(
         f"/api/v1/price-feeds/{feed}/", {"source": "http://127.0.0.1:9/other.csv"}, format="json"
     )
