@@ -64,11 +64,11 @@ def register_executor(kind: str, executor: Executor) -> None:
 # routed, ``enqueue_runs``) is handed over to that task, never claimed or solved whole here: a batch's claim
 # would make the batch's redeliveries and time limits the sweep's.
 HANDED_OVER = "handed over"
-START_MESSAGES: dict[str, str] = {RUN_KIND_SWEEP: queue.SWEEP_START}
+STARTED_KINDS: tuple[str, ...] = (RUN_KIND_SWEEP,)
 
 
 def send_starts(run_ids: Sequence[int]) -> int:
-    """One start message per run (a sweep's ``scenarios.sweep_start``); raises when the broker is down."""
+    """One ``scenarios.sweep_start`` message per run (of ``STARTED_KINDS``); raises when the broker is down."""
     return queue.send_many((queue.SWEEP_START, [run_id]) for run_id in run_ids)
 
 
@@ -169,9 +169,9 @@ def runs_execute(
 
 
 def _hand_over(*, run_ids: Sequence[int]) -> dict[int, Outcome]:
-    """Send the queued runs of a kind started by a task of its own (``START_MESSAGES``) to that task; such a run
+    """Send the queued runs of a kind started by a task of its own (``STARTED_KINDS``) to that task; such a run
     that is no longer queued is left to the task that holds it. Their outcomes, by run id."""
-    rows = Run.objects.filter(pk__in=list(run_ids), kind__in=list(START_MESSAGES)).values_list("pk", "status")
+    rows = Run.objects.filter(pk__in=list(run_ids), kind__in=STARTED_KINDS).values_list("pk", "status")
     outcomes = {
         run_id: Outcome(run_id=run_id, status=HANDED_OVER if state == STATUS_QUEUED else state)
         for run_id, state in rows
@@ -191,13 +191,13 @@ def run_execute(*, run_id: int, claim: Claim, sheets: dict[int, pricing.PriceShe
 
 
 def enqueue_runs(*, run_ids: Sequence[int], chunk_size: int | None = None) -> int:
-    """Send runs to the broker now, ``chunk_size`` run ids per message over one connection. Returns the
-    number of messages; raises when the broker is down (a caller inside a task retries). A lost message is
-    harmless: the sweeper sends the run again."""
+    """Send runs to the broker now, ``chunk_size`` run ids per message over one connection (a sweep to its own
+    start task, ``send_starts``). Returns the number of messages; raises when the broker is down (a caller
+    inside a task retries). A lost message is harmless: the sweeper sends the run again."""
     if not run_ids:
         return 0
     started = set(
-        Run.objects.filter(pk__in=list(run_ids), kind__in=list(START_MESSAGES)).values_list("pk", flat=True)
+        Run.objects.filter(pk__in=list(run_ids), kind__in=STARTED_KINDS).values_list("pk", flat=True)
     )
     solved = [run_id for run_id in run_ids if run_id not in started]
     sent = send_starts([run_id for run_id in run_ids if run_id in started]) if started else 0
