@@ -62,6 +62,20 @@ IF_NONE_MATCH_PARAMETER = OpenApiParameter(
 )
 
 
+# A list read as CSV holds one page: where the others are and how many rows there are go in headers
+# (api.renderers).
+CSV_PAGE_HEADERS = {
+    "Link": {
+        "schema": {"type": "string"},
+        "description": 'CSV only: the next and previous pages, `<url>; rel="next"` and `<url>; rel="prev"`.',
+    },
+    "X-Total-Count": {
+        "schema": {"type": "integer"},
+        "description": "CSV only: how many rows the whole list holds.",
+    },
+}
+
+
 class PlannerAutoSchema(AutoSchema):
     """Adds the shared error shape to every operation, for the status codes that operation can answer."""
 
@@ -74,6 +88,12 @@ class PlannerAutoSchema(AutoSchema):
         codes.append("429")  # wrong tokens from one address are throttled on every operation
         codes.append("503")
         return codes
+
+    def _renders_csv(self) -> bool:
+        """The view answers ``text/csv`` too (``api.renderers.CSVRenderer``)."""
+        return any(
+            getattr(r, "media_type", "") == "text/csv" for r in getattr(self.view, "renderer_classes", ())
+        )
 
     def _conditional(self) -> bool:
         """A GET of a view with an ETag (``api.conditional.with_etag``)."""
@@ -98,6 +118,10 @@ class PlannerAutoSchema(AutoSchema):
                     POST_409 if (code, self.method) == ("409", "POST") else ERROR_DESCRIPTIONS[code]
                 )
                 responses[code] = body
+        if self.method == "GET" and self._is_list_view() and self._renders_csv():
+            for code, body in responses.items():
+                if code.startswith("2") and isinstance(body, dict):
+                    body.setdefault("headers", {}).update(CSV_PAGE_HEADERS)
         if self._conditional():
             for code, body in responses.items():
                 if code.startswith("2") and isinstance(body, dict):

@@ -354,6 +354,17 @@ def _layouts_per_point(document: Mapping[str, Any], planned: Any) -> int:
                 ]
             }
         )
+    # the two refusals above, mixed: every point either holds no layout or more than a search may build
+    if counts and not any(0 < n <= MAX_LAYOUTS_PER_SEARCH for n in counts.values()):
+        raise ValidationError(
+            {
+                "space": [
+                    "no point's search space can be searched: each holds either no layout that passes the "
+                    f"divisibility, batch and schedule rules or more than {MAX_LAYOUTS_PER_SEARCH:,} layouts; "
+                    "change the space"
+                ]
+            }
+        )
     return max(counts.values(), default=1)
 
 

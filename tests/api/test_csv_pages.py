@@ -39,3 +39,13 @@ def test_json_lists_and_single_objects_carry_no_page_headers(world: World) -> No
     assert listed.json()["next"] and "Link" not in listed and "X-Total-Count" not in listed
     one = world.alice.client.get(f"/api/v1/results/{result.pk}/?format=csv")
     assert one.status_code == 200 and "Link" not in one and "X-Total-Count" not in one
+
+
+def test_the_openapi_document_names_the_page_headers_of_a_csv_list(db: None) -> None:
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    headers = schema["paths"]["/api/v1/results/"]["get"]["responses"]["200"].get("headers", {})
+    assert {"Link", "X-Total-Count"} <= set(headers), headers
+    plans = schema["paths"]["/api/v1/plans/"]["get"]["responses"]["200"].get("headers", {})
+    assert "Link" not in plans  # plans are not offered as CSV

@@ -80,3 +80,23 @@ def test_a_search_listing_interleaved_before_1f1b_at_pp_1_is_accepted(
         _url(plan, "search"), {"space": {"schedule": ["interleaved", "1f1b"], "pp": [1]}}, format="json"
     )
     assert response.status_code == 202, response.json()
+
+
+def test_a_sweep_whose_points_hold_either_no_layout_or_too_many_is_refused(
+    world: Any, plan: Any, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The two refusals mixed: one point's space holds no valid layout, the other's more than a search may
+    build; no point could be searched, so the sweep is refused at ``space``, not queued to store error rows."""
+    from scenarios.jobs import requests
+    from solvers.search.space import MAX_LAYOUTS_PER_SEARCH
+
+    def layouts_of(document: Any, space: Any) -> int:
+        return 0 if document["cluster"]["gpus"] == 32 else MAX_LAYOUTS_PER_SEARCH + 1
+
+    monkeypatch.setattr(requests, "_layouts_of", layouts_of)
+    body = {"axes": [{"field": "cluster.gpus", "values": [32, 64]}], "space": {"tp": [1, 2]}}
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = world.carol.client.post(_url(plan, "sweep"), body, format="json")
+    assert response.status_code == 400 and _paths(response) == ["space"], response.json()
+    assert "no point's search space can be searched" in response.json()["errors"][0]["message"]
+    assert Run.objects.count() == 0 and callbacks == []
