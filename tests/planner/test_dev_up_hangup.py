@@ -15,14 +15,12 @@ import shutil
 import signal
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 
-from tests.conftest import ROOT, database_url_for_tests
-from tests.processes import alive, free_port
+from tests.conftest import ROOT
+from tests.processes import alive, dev_up_environment, free_port
 
 UP_TIMEOUT_S = 150.0
 # supervisord stops its processes within stopwaitsecs (20 s) and a kill; a loaded machine is slower
@@ -41,17 +39,9 @@ def _children(pid: int) -> list[int]:
 @pytest.mark.django_db(transaction=True)
 def test_closing_the_terminal_of_dev_up_stops_its_processes(tmp_path: Path) -> None:
     var_dir = Path(tempfile.mkdtemp(prefix="hup-"))  # short: supervisord's control socket lives here
-    env = {
-        **{
-            k: v for k, v in os.environ.items() if k not in {"DJANGO_SETTINGS_MODULE", "MIGRATE_DATABASE_URL"}
-        },
-        "DATABASE_URL": database_url_for_tests(),
-        "REDIS_URL": settings.REDIS_URL,
-        "PLANNER_QUEUE": f"planner-hup-{uuid.uuid4().hex[:8]}",
-        "PLANNER_VAR_DIR": str(var_dir),
-        "STATIC_ROOT": str(tmp_path / "static"),
-        "PORT": str(free_port()),
-    }
+    env = dev_up_environment(
+        var_dir=var_dir, static_dir=tmp_path / "static", queue="planner-hup", port=free_port()
+    )
     pid, master = pty.fork()
     if pid == 0:  # the child: ./dev up with the pty as its controlling terminal
         os.chdir(ROOT)

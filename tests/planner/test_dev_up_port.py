@@ -7,22 +7,17 @@ embedded server starts; the port is held by a stand-in answering a green /health
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import tempfile
-import threading
 import time
-import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 
-from tests.conftest import ROOT, database_url_for_tests
+from tests.conftest import ROOT
+from tests.processes import dev_up_environment, serve_json, stop_group
 
 GREEN = (
     b'{"status": "ok", "down": [], "checks": {"database": {"status": "ok"}, "broker": {"status": "ok"}, '
@@ -37,42 +32,16 @@ pytestmark = pytest.mark.quickstart
 @pytest.fixture
 def other_server() -> Iterator[int]:
     """Another service's web on a loopback port: a green /healthz."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(GREEN)))
-            self.end_headers()
-            self.wfile.write(GREEN)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    httpd = HTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield int(httpd.server_address[1])
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve_json(lambda: (200, GREEN)) as port:
+        yield port
 
 
 @pytest.mark.django_db(transaction=True)
 def test_dev_up_does_not_report_up_when_its_web_port_is_taken(other_server: int, tmp_path: Path) -> None:
     var_dir = Path(tempfile.mkdtemp(prefix="up-"))  # short: supervisord's control socket lives here
-    env = {
-        **{
-            k: v for k, v in os.environ.items() if k not in {"DJANGO_SETTINGS_MODULE", "MIGRATE_DATABASE_URL"}
-        },
-        "DATABASE_URL": database_url_for_tests(),
-        "REDIS_URL": settings.REDIS_URL,
-        "PLANNER_QUEUE": f"planner-up-{uuid.uuid4().hex[:8]}",
-        "PLANNER_VAR_DIR": str(var_dir),
-        "STATIC_ROOT": str(tmp_path / "static"),
-        "PORT": str(other_server),
-    }
+    env = dev_up_environment(
+        var_dir=var_dir, static_dir=tmp_path / "static", queue="planner-up", port=other_server
+    )
     log_path = tmp_path / "up.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
@@ -93,11 +62,5 @@ def test_dev_up_does_not_report_up_when_its_web_port_is_taken(other_server: int,
             "could not bind the port:\n" + text[-3000:]
         )
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(45)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
+        stop_group(proc, timeout_s=45)
         shutil.rmtree(var_dir, ignore_errors=True)

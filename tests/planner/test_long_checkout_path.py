@@ -9,9 +9,7 @@ deep as such a checkout's ``var/``, on ports of their own, and stopped after.
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -23,7 +21,7 @@ import pytest
 
 from planner import embedded, supervise
 from tests.conftest import ROOT
-from tests.processes import free_port
+from tests.processes import free_port, stop_group
 
 pytestmark = pytest.mark.integration  # starts PostgreSQL, Redis and supervisord
 
@@ -75,10 +73,4 @@ def test_supervisord_starts_from_a_deep_checkout(deep_var_dir: Path) -> None:
         output = b"" if proc.poll() is None else (proc.stdout.read() if proc.stdout else b"")
         assert proc.poll() is None, "supervisord did not start:\n" + output.decode(errors="replace")[-2000:]
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
+        stop_group(proc, timeout_s=30)

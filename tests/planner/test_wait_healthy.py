@@ -3,15 +3,14 @@ reuses its answer (``planner.health.HEALTH_CACHE_S``)."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
 from planner import wait_healthy
 from planner.health import HEALTH_CACHE_S
+from tests.processes import serve_json
 
 GREEN = b'{"status": "ok", "down": [], "checks": {"workers": {"status": "ok"}}}'
 DOWN = b'{"status": "degraded", "down": ["workers"], "checks": {"workers": {"status": "down"}}}'
@@ -23,28 +22,13 @@ def server() -> Iterator[tuple[str, list[int], list[float]]]:
     statuses: list[int] = []
     asked: list[float] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            asked.append(time.monotonic())
-            status = statuses.pop(0) if statuses else 200
-            body = GREEN if status == 200 else DOWN
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer() -> tuple[int, bytes]:
+        asked.append(time.monotonic())
+        status = statuses.pop(0) if statuses else 200
+        return status, GREEN if status == 200 else DOWN
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    httpd = HTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", statuses, asked
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve_json(answer) as port:
+        yield f"http://127.0.0.1:{port}", statuses, asked
 
 
 def test_one_green_answer_between_red_ones_is_not_up(

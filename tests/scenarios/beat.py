@@ -6,13 +6,13 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 from tests.conftest import ROOT, TEST_QUEUE, database_url_for_tests
+from tests.processes import stop_group
 
 
 def ensure_shipped_schedules() -> None:
@@ -49,10 +49,4 @@ def running_beat(tmp_path: Path, env: dict[str, str] | None = None) -> Iterator[
     try:
         yield proc
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(5)
+        stop_group(proc, timeout_s=15)

@@ -19,15 +19,20 @@ from tests.scenarios.factories import SPACE, make_plan, make_team
 AXES: list[dict[str, Any]] = [{"field": "cluster.gpus", "values": [32, 64]}]
 
 
-@pytest.mark.django_db
-def test_a_sweep_in_a_chunk_whose_solves_time_out_is_handed_over_untouched(
-    settings, starts_sent, chunks_sent, sent, monkeypatch
-) -> None:
+def _a_sweep_and_a_solve(settings: Any) -> tuple[Run, Run]:
+    """A queued sweep of two one-point chunks and a queued solve of another plan of the same team."""
     settings.SWEEP_CHUNK_POINTS = 1
     settings.SWEEP_MIN_CHUNKS = 1
     team = make_team()
     sweep = search_jobs.sweep_request(plan=make_plan(team=team), user=None, axes=AXES, space=SPACE)
-    solve = services.run_request(plan=make_plan(team=team), user=None)
+    return sweep, services.run_request(plan=make_plan(team=team), user=None)
+
+
+@pytest.mark.django_db
+def test_a_sweep_in_a_chunk_whose_solves_time_out_is_handed_over_untouched(
+    settings, starts_sent, chunks_sent, sent, monkeypatch
+) -> None:
+    sweep, solve = _a_sweep_and_a_solve(settings)
 
     def too_slow(inputs: Any, run: Any, claim: Any) -> dict[str, Any]:
         raise SoftTimeLimitExceeded()
@@ -54,12 +59,8 @@ def test_a_sweep_is_not_charged_the_attempts_of_a_chunk_whose_worker_dies_on_ano
 ) -> None:
     from scenarios import execution
 
-    settings.SWEEP_CHUNK_POINTS = 1
-    settings.SWEEP_MIN_CHUNKS = 1
-    team = make_team()
-    sweep = search_jobs.sweep_request(plan=make_plan(team=team), user=None, axes=AXES, space=SPACE)
+    sweep, solve = _a_sweep_and_a_solve(settings)
     Run.objects.filter(pk=sweep.pk).update(max_attempts=2)
-    solve = services.run_request(plan=make_plan(team=team), user=None)
 
     class WorkerLost(BaseException):
         """The child process dying mid-solve: nothing after it runs."""

@@ -26,6 +26,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from solvers.corpus import Corpus
+from solvers.published import validation_corpus
+
 # Top-level packages a solver-only run must never import (solvers is framework-free; pyproject's
 # import-linter contract "solvers is framework-free" checks the code, this checks the tests too).
 FORBIDDEN_IN_SOLVER_RUNS: tuple[str, ...] = (
@@ -85,3 +88,15 @@ def _no_framework_in_solver_runs(request: pytest.FixtureRequest) -> Iterator[Non
         loaded = forbidden_modules_loaded()
         if loaded:
             pytest.fail(f"the solver's tests imported {', '.join(loaded)}; they must run without them")
+
+
+@pytest.fixture(scope="module")
+def small() -> Corpus:
+    """The validation corpus cut to its first three sources: a corpus the fit and validation run on in seconds,
+    and one the shipped calibration was not fitted to."""
+    corpus = validation_corpus()
+    keep = corpus.source_ids()[:3]
+    return Corpus(
+        sources=tuple(s for s in corpus.sources if s.id in keep),
+        runs=tuple(r for r in corpus.runs if r.source in keep),
+    )

@@ -13,14 +13,8 @@ import pytest
 from solvers import solve
 from solvers.errors import ScenarioError
 from solvers.sweep import plan_sweep, sweep_point
+from tests.solvers.test_sweep_range_values import BASE, SPACE
 
-BASE: dict[str, Any] = {
-    "model": {"preset": "llama3-8b"},
-    "cluster": {"node": "dgx-h100", "gpus": 64},
-    "site": {"region": "quebec"},
-    "training": {"seq_len": 8192, "global_batch_tokens": 4194304, "total_tokens": 1.0e12},
-}
-SPACE = {"tp": [1, 2], "pp": [1], "cp": [1], "microbatch_seqs": [1]}
 BANDWIDTH = {"field": "cluster.scale_out.bandwidth_gb_s", "values": [5, 400]}
 FABRIC = {"field": "cluster.scale_out", "values": ["infiniband-hdr"]}
 

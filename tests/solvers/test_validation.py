@@ -51,16 +51,6 @@ from solvers.validation import (
 UNCERTAINTY = FITTED_FILE.parent / "step_uncertainty.json"
 
 
-@pytest.fixture(scope="module")
-def small() -> Corpus:
-    corpus = validation_corpus()
-    keep = corpus.source_ids()[:3]
-    return Corpus(
-        sources=tuple(s for s in corpus.sources if s.id in keep),
-        runs=tuple(r for r in corpus.runs if r.source in keep),
-    )
-
-
 def test_step_error_percent_is_the_step_times_relative_error() -> None:
     out = step_error_percent([0.0, math.log(1.1), math.log(0.8)])
     assert out["median"] == pytest.approx(10.0)

@@ -16,18 +16,7 @@ import pytest
 from solvers.catalog.fitted import FITTED
 from solvers.corpus import Corpus, corpus_hash
 from solvers.fit import fit, kernel_constants, prepare
-from solvers.published import validation_corpus
 from solvers.validation import format_validation, validation_document
-
-
-@pytest.fixture(scope="module")
-def small() -> Corpus:
-    corpus = validation_corpus()
-    keep = corpus.source_ids()[:3]
-    return Corpus(
-        sources=tuple(s for s in corpus.sources if s.id in keep),
-        runs=tuple(r for r in corpus.runs if r.source in keep),
-    )
 
 
 @pytest.fixture(scope="module")
