@@ -8,7 +8,8 @@ resolved documents are identical (a corpus run that names an example, and the pu
 example) count once, under the first id met (corpus runs first, in file order). A corpus run that the model
 misses by more than the validation target when its source is held out (``outside_target`` of
 ``solvers/catalog/step_uncertainty.json``, written by ``python -m solvers fit``) is left out too: it is a
-published run, but evidence against the model where it lies, not for it. So ``python -m solvers fit`` comes
+published run, but evidence against the model where it lies, not for it, and so is every run whose resolved
+document is the same (the published case of the example it names). So ``python -m solvers fit`` comes
 before ``python -m solvers envelope --write``.
 
 ``python -m solvers envelope --write`` rewrites ``solvers/catalog/validated_envelope.json``;
@@ -80,6 +81,11 @@ def envelope_document(corpus_dir: Path = CORPUS_DIR) -> dict[str, Any]:
     hashes: set[str] = set()
     target_points, missed = read_outside_target()
     for run_id, source, scenario in [*corpus_scenarios(corpus_dir), *published_scenarios()]:
+        try:
+            resolved = resolve(scenario)
+        except ScenarioError as exc:
+            skipped.append({"id": run_id, "reason": str(exc.errors[0])})
+            continue
         if run_id in missed:
             skipped.append(
                 {
@@ -88,11 +94,8 @@ def envelope_document(corpus_dir: Path = CORPUS_DIR) -> dict[str, Any]:
                     f"(more than the validation target of {target_points:g})",
                 }
             )
-            continue
-        try:
-            resolved = resolve(scenario)
-        except ScenarioError as exc:
-            skipped.append({"id": run_id, "reason": str(exc.errors[0])})
+            # the same document under another id (the published case of its example) is this run: out too
+            hashes.add(resolved.document_hash)
             continue
         if resolved.layout_auto:
             skipped.append({"id": run_id, "reason": "training.layout: auto (no layout was published)"})

@@ -124,6 +124,9 @@ def search_output(
         "evaluated": result.evaluated,
         "feasible": result.feasible,
         "rejected": result.rejected,
+        # as an auto solve's report carries them (CONTRACT.md v1.1, "Support")
+        "within_validated": result.within_validated,
+        "support": support[0],
     }
     best_row = rows[0]
     best = compose_report(

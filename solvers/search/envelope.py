@@ -225,7 +225,8 @@ def feature_distances(
     features: Mapping[str, np.ndarray], envelope: Envelope, cls: str
 ) -> dict[str, FloatArray]:
     """Per feature, each layout's distance (octaves, or 0/1) outside the validated runs of ``cls``; +inf for a
-    feature no validated run of the class has (e.g. every feature of a class without runs).
+    feature no validated run of the class has (e.g. every feature of a class without runs), except where the
+    feature does not apply to the layout (NaN, such as tokens per CP rank at cp 1): 0 there, as with runs.
 
     Equation: d = max(0, log2(min / x), log2(x / max)) for a numeric feature x; 0 or 1 for a categorical one.
     Example: 512 tokens per GPU against dense runs from 2,048 to 131,072 tokens: log2(2048 / 512) = 2.
@@ -235,10 +236,10 @@ def feature_distances(
     for name, values in features.items():
         spec = ranges.get(name) or {}
         if name in NUMERIC_FEATURES:
-            if "min" not in spec:
-                out[name] = np.full(values.shape[0], np.inf)
+            floats = values.astype(np.float64)
+            if "min" not in spec:  # a layout the feature does not apply to (NaN) is inside, as everywhere
+                out[name] = np.where(np.isnan(floats), 0.0, np.inf)
             else:
-                floats = values.astype(np.float64)
                 out[name] = np.where(
                     np.isnan(floats),
                     0.0,
@@ -278,9 +279,14 @@ def inside_mask(
     return inside, list(first)
 
 
+def outside_text(feature: str, cls: str) -> str:
+    """What is outside, without numbers: "<feature> outside the validated <cls> runs"."""
+    return f"{_LABEL[feature]} outside the validated {cls} runs"
+
+
 def rejection_reason(feature: str, cls: str) -> str:
     """The rejection key of a layout outside the envelope (no numbers: one key per feature)."""
-    return f"search.within_validated: {_LABEL[feature]} outside the validated {cls} runs"
+    return f"search.within_validated: {outside_text(feature, cls)}"
 
 
 def _fmt(value: float) -> str:

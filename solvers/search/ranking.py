@@ -33,6 +33,7 @@ from solvers.search.envelope import (
     inside_mask,
     load_envelope,
     model_class,
+    outside_text,
     rejection_reason,
     support_blocks,
 )
@@ -328,7 +329,7 @@ def _inside_envelope(
     common = max(dict.fromkeys(first), key=lambda f: first.count(f))
     example = take(valid, np.array([first.index(common)], dtype=np.int64))
     block = support_blocks(**specs, layouts=example, envelope=envelope)[0]
-    reason = block["features"].get(str(common), {}).get("reason") or rejection_reason(str(common), cls)
+    reason = block["features"].get(str(common), {}).get("reason") or outside_text(str(common), cls)
     raise ScenarioError.single(
         "search.within_validated",
         f"none of {len(valid):,} valid layouts lies inside the validated envelope of {cls} runs; most "
