@@ -279,6 +279,7 @@ def _step(
         sequence_parallel=lay.sequence_parallel,
         scores=scores,
         expert_gather=fx.expert_tp_exchange,
+        element_bytes=exchanges.activation_element_bytes(precision=precision),
     )
     # ``layer_s``: what each layer of the stage costs besides its math (the pipeline_ends effect weighs it).
     layer_s = compute.elementwise_time_s(
@@ -647,6 +648,7 @@ def _step(
         scores=scores,
         expert_gather=fx.expert_tp_exchange,
         compiled=compiled,
+        element_bytes=act_e,
     )
     total = weights + grads + optim + activations
     capacity = acc.hbm_gb * 1e9

@@ -7,7 +7,8 @@ data-parallel group, stage 2 also the gradients, stage 3 (FSDP) also the weights
 
 * gradients are kept in FP32 (4 bytes) when they are reduce-scattered in FP32 (Llama 3 §3.3.2), else in the
   weight dtype;
-* FP8 training stores 16-bit weights and gradients (the FP8 copies are transient casts; DeepSeek-V3 §3.3);
+* FP8 training stores 16-bit weights and gradients (DeepSeek-V3 §3.3); the FP8 copies of the weights that
+  Transformer Engine keeps across a step's microbatches are not counted (docs/CONVENTIONS.md "Memory per GPU");
 * FP32 training: 4-byte weights and gradients, Adam 8 bytes (no master copy), SGD-momentum 4;
 * mixed-precision SGD with momentum keeps FP32 master weights and momentum: 8 bytes;
 * the sharding group is ``dp * cp`` for dense parameters (context-parallel ranks hold the same weights,
@@ -125,8 +126,13 @@ def activation_bytes_per_token_layer(
     moe_layer: bool,
     expert_gather: bool = False,
     compiled: bool = False,
+    element_bytes: float = 2.0,
 ) -> Num:
     """Activation bytes stored per token per layer on one GPU (Korthikanti et al. 2022 §4, generalised).
+
+    Korthikanti counts 16-bit tensors (2 bytes an element) and 1-byte dropout masks; ``element_bytes`` is the
+    size of an activation element (``exchanges.activation_element_bytes``: 4 in FP32 training), which scales
+    every tensor but the masks.
 
     Example: GPT-3 175B (h = 12,288, a = 96, s = 2,048), TP 8 with sequence parallelism, no recompute:
     (34 + 5 x 96 x 2,048 / 12,288) x 12,288 / 8 = 175,104 bytes per token per layer. The query, key, value
@@ -139,37 +145,41 @@ def activation_bytes_per_token_layer(
     kv_share = kv_width_share(model=model)
     # Two dropout masks (1 byte per element each) and the dropped-out attention probabilities only exist
     # when the model trains with dropout.
-    replicated = (10.0 if model.dropout else 8.0) * h
-    attention_split = 4.0 * h * query_width_share(model=model) + 4.0 * h * kv_share
-    scores = (5.0 if model.dropout else 2.0) * a * float(seq_len)
-    per_mlp = 6.0 if model.gated_mlp else 4.0
+    w = element_bytes / 2.0  # 1.0 in 16-bit training, where every product below is the count as published
+    replicated = (8.0 * w + (2.0 if model.dropout else 0.0)) * h
+    attention_split = (4.0 * h * query_width_share(model=model) + 4.0 * h * kv_share) * w
+    scores = (4.0 * w + 1.0 if model.dropout else 2.0 * w) * a * float(seq_len)
+    per_mlp = (6.0 if model.gated_mlp else 4.0) * w
     if moe_layer and model.moe is not None:
         moe = model.moe
         f_e = float(moe.expert_ffn_hidden)
         if expert_gather:
             # each GPU holds etp/tp of its group's routed copies, h wide, and 1/etp of their MLP
             etp = maximum(expert_tp, 1)
-            mlp_part = (moe.top_k * (2.0 * h * etp + per_mlp * f_e) + moe.shared_experts * per_mlp * f_e) / t
+            mlp_part = (moe.top_k * (2.0 * w * h * etp + per_mlp * f_e) + moe.shared_experts * per_mlp * f_e) / t
         else:
-            routed = moe.top_k * (2.0 * h + per_mlp * f_e) + moe.shared_experts * per_mlp * f_e
+            routed = moe.top_k * (2.0 * w * h + per_mlp * f_e) + moe.shared_experts * per_mlp * f_e
             mlp_part = routed / maximum(expert_tp, 1)
     else:
         mlp_part = per_mlp * float(model.ffn_hidden) / t
     rep = where(sequence_parallel, replicated / t, replicated)
     selective = rep + attention_split / t + mlp_part
     none = selective + scores / t
-    full_input = where(sequence_parallel, 2.0 * h / t, 2.0 * h)
+    full_input = where(sequence_parallel, 2.0 * w * h / t, 2.0 * w * h)
     stored = where(recompute == 1, selective, full_input)
     if per_op_defined(model):
         per_op = per_op_bytes_per_token_layer(
-            model=model, tp=t, sequence_parallel=sequence_parallel, compiled=compiled
+            model=model, tp=t, sequence_parallel=sequence_parallel, compiled=compiled, element_bytes=element_bytes
         )
         stored = where(recompute == 3, per_op, stored)
     return where(recompute == 0, none, stored)
 
 
-def per_op_input_bytes_per_token_layer(*, model: ModelSpec, tp: Num, sequence_parallel: Num) -> Num:
-    """The inputs torchtitan's op-level selective checkpointing keeps per token and layer, in BF16 (2 bytes):
+def per_op_input_bytes_per_token_layer(
+    *, model: ModelSpec, tp: Num, sequence_parallel: Num, element_bytes: float = 2.0
+) -> Num:
+    """The inputs torchtitan's op-level selective checkpointing keeps per token and layer, in BF16 (2 bytes;
+    ``element_bytes`` in another activation dtype):
     ``2 (x + (2q + kv + f)/t)``, the block's input ``x`` (``h/t`` with sequence parallelism, else ``h``), the
     queries ``q/t``, the values ``kv/t``, the attention kernel's output ``q/t`` and the MLP's gate ``f/t``: what
     the backward reads, and the share of a layer's working set during its recomputation that is already kept
@@ -180,11 +190,11 @@ def per_op_input_bytes_per_token_layer(*, model: ModelSpec, tp: Num, sequence_pa
     widths = (
         2.0 * query_width_share(model=model) * h + kv_width_share(model=model) * h + float(model.ffn_hidden)
     )
-    return 2.0 * (where(sequence_parallel, h / t, h) + widths / t)
+    return element_bytes * (where(sequence_parallel, h / t, h) + widths / t)
 
 
 def per_op_bytes_per_token_layer(
-    *, model: ModelSpec, tp: Num, sequence_parallel: Num, compiled: bool = False
+    *, model: ModelSpec, tp: Num, sequence_parallel: Num, compiled: bool = False, element_bytes: float = 2.0
 ) -> Num:
     """What torchtitan's op-level selective checkpointing stores per token and layer, in BF16 (2 bytes): eager
     ``2 (x + (2q + kv + f)/t + h) + [SP, t > 1] 4h/t``, compiled ``2 (x + (2q + kv + f)/t) + [SP, t > 1] 2h/t``.
@@ -203,11 +213,14 @@ def per_op_bytes_per_token_layer(
     """
     h = float(model.hidden)
     t = 1.0 * tp
-    inputs = per_op_input_bytes_per_token_layer(model=model, tp=tp, sequence_parallel=sequence_parallel)
+    e = element_bytes
+    inputs = per_op_input_bytes_per_token_layer(
+        model=model, tp=tp, sequence_parallel=sequence_parallel, element_bytes=e
+    )
     split_tp = sequence_parallel & (t > 1.0)
     if compiled:
-        return inputs + where(split_tp, 2.0 * h / t, 0.0)
-    return inputs + 2.0 * h + where(split_tp, 4.0 * h / t, 0.0)
+        return inputs + where(split_tp, e * h / t, 0.0)
+    return inputs + e * h + where(split_tp, 2.0 * e * h / t, 0.0)
 
 
 def activation_bytes(
@@ -224,8 +237,10 @@ def activation_bytes(
     scores: Num = True,
     expert_gather: bool = False,
     compiled: bool = False,
+    element_bytes: float = 2.0,
 ) -> Num:
-    """Activation bytes on the busiest-memory stage: in-flight microbatches x layers x per-layer bytes.
+    """Activation bytes on the busiest-memory stage: in-flight microbatches x layers x per-layer bytes
+    (``element_bytes`` an activation element's size, as in ``activation_bytes_per_token_layer``).
 
     ``microbatch_tokens`` is the tokens one GPU sees per microbatch (``b s / cp``). With full recompute one
     layer's complete activations are added once (the layer being recomputed; its score matrix only when
@@ -243,6 +258,7 @@ def activation_bytes(
         "sequence_parallel": sequence_parallel,
         "expert_gather": expert_gather,
         "compiled": compiled,
+        "element_bytes": element_bytes,
     }
     dense = activation_bytes_per_token_layer(recompute=recompute, moe_layer=False, **kwargs)
     per_token_layer = dense
@@ -256,7 +272,9 @@ def activation_bytes(
     # the layer being recomputed holds its whole working set; per_op already keeps part of it
     rerun_extra = working
     if per_op_defined(model):
-        kept = per_op_input_bytes_per_token_layer(model=model, tp=tp, sequence_parallel=sequence_parallel)
+        kept = per_op_input_bytes_per_token_layer(
+            model=model, tp=tp, sequence_parallel=sequence_parallel, element_bytes=element_bytes
+        )
         rerun_extra = where(recompute == 3, maximum(working - kept, 0.0), working)
     # full (2) and per_op (3) recompute a layer in the backward; named, not read off the codes' order
     return stored + where((recompute == 2) | (recompute == 3), rerun_extra * microbatch_tokens, 0.0)
@@ -295,8 +313,10 @@ def activation_traffic_bytes_per_token_layer(
     sequence_parallel: Num,
     scores: Num,
     expert_gather: bool = False,
+    element_bytes: float = 2.0,
 ) -> Num:
-    """Activation bytes per token per layer that elementwise kernels move through HBM (one pass).
+    """Activation bytes per token per layer that elementwise kernels move through HBM (one pass;
+    ``element_bytes`` an activation element's size, as in ``activation_bytes_per_token_layer``).
 
     The tensors Korthikanti et al. count, whether stored or recomputed: the ``none`` set, without the
     attention scores unless they are materialised (``scores``). MoE layers weighted by ``moe_layers / layers``.
@@ -310,6 +330,7 @@ def activation_traffic_bytes_per_token_layer(
         "sequence_parallel": sequence_parallel,
         "recompute": where(scores, 0, 1),
         "expert_gather": expert_gather,
+        "element_bytes": element_bytes,
     }
     dense = activation_bytes_per_token_layer(moe_layer=False, **kwargs)
     if model.moe is None:
