@@ -1,10 +1,9 @@
 """The step engine: one training step's time budget, memory and traffic for a batch of layouts.
 
-``check_layouts`` (the rules are in ``solvers.layout_rules``) says which layouts are valid and the first
-rule each invalid one breaks;
-``evaluate`` computes every figure of a step for all layouts at once, as numpy columns (``StepColumns``).
-A single solve runs ``_step`` on one ``Layout`` of python ints; the design-space search runs the same
-code on a ``LayoutBatch`` of a million layouts.
+``check_layouts`` (the rules are in ``solvers.layout_rules``) says which layouts are valid and the first rule
+each invalid one breaks; ``evaluate`` computes every figure of a step for all layouts at once, as numpy columns
+(``StepColumns``). A single solve runs ``_step`` on one ``Layout`` of python ints; the design-space search runs
+the same code on a ``LayoutBatch`` of a million layouts.
 
 Composition (each term is documented, with its source, in the module that computes it)::
 
@@ -198,6 +197,7 @@ def _step(
     fill: Num = 1.0
     hbm = acc.hbm_tb_s * TFLOPS
     gemm_bytes = compute.gemm_element_bytes(precision)
+    act_e = exchanges.activation_element_bytes(precision=precision)
     microbatch_tokens = b * s / cp
     dense_intensity = compute.gemm_intensity_flop_per_byte(
         rows=microbatch_tokens, inner=h, cols=model.ffn_hidden / tp, element_bytes=gemm_bytes
@@ -279,7 +279,7 @@ def _step(
         sequence_parallel=lay.sequence_parallel,
         scores=scores,
         expert_gather=fx.expert_tp_exchange,
-        element_bytes=exchanges.activation_element_bytes(precision=precision),
+        element_bytes=act_e,
     )
     # ``layer_s``: what each layer of the stage costs besides its math (the pipeline_ends effect weighs it).
     layer_s = compute.elementwise_time_s(
@@ -300,7 +300,7 @@ def _step(
                 tp=tp,
                 expert_split=tp if fx.expert_tp_exchange else etp,
                 sequence_parallel=lay.sequence_parallel,
-                element_bytes=exchanges.activation_element_bytes(precision=precision),
+                element_bytes=act_e,
             ),
             forward_rerun=full_recompute | per_op,
             hbm_bytes_s=hbm,
@@ -332,7 +332,7 @@ def _step(
             tokens=m * microbatch_tokens / tp,
             top_k=moe.top_k,
             hidden=h,
-            element_bytes=exchanges.activation_element_bytes(precision=precision),
+            element_bytes=act_e,
             moe_layers=layers_busiest * moe_share,
         )
         layer_s = layer_s + permuted / hbm
@@ -368,7 +368,7 @@ def _step(
             tokens=microbatch_tokens,
             vocab=model.vocab,
             tp=tp,
-            element_bytes=exchanges.activation_element_bytes(precision=precision),
+            element_bytes=act_e,
             hbm_bytes_s=hbm,
         )
     if fx.stragglers:
@@ -376,7 +376,6 @@ def _step(
     microbatch_s = compute_s / m
 
     # --- exchanges -------------------------------------------------------------------------------------
-    act_e = exchanges.activation_element_bytes(precision=precision)
     activation = microbatch_tokens * h * act_e
     tp_x = exchanges.tp_exchange(
         tp=tp,

@@ -156,7 +156,9 @@ def activation_bytes_per_token_layer(
         if expert_gather:
             # each GPU holds etp/tp of its group's routed copies, h wide, and 1/etp of their MLP
             etp = maximum(expert_tp, 1)
-            mlp_part = (moe.top_k * (2.0 * w * h * etp + per_mlp * f_e) + moe.shared_experts * per_mlp * f_e) / t
+            mlp_part = (
+                moe.top_k * (2.0 * w * h * etp + per_mlp * f_e) + moe.shared_experts * per_mlp * f_e
+            ) / t
         else:
             routed = moe.top_k * (2.0 * w * h + per_mlp * f_e) + moe.shared_experts * per_mlp * f_e
             mlp_part = routed / maximum(expert_tp, 1)
@@ -169,7 +171,11 @@ def activation_bytes_per_token_layer(
     stored = where(recompute == 1, selective, full_input)
     if per_op_defined(model):
         per_op = per_op_bytes_per_token_layer(
-            model=model, tp=t, sequence_parallel=sequence_parallel, compiled=compiled, element_bytes=element_bytes
+            model=model,
+            tp=t,
+            sequence_parallel=sequence_parallel,
+            compiled=compiled,
+            element_bytes=element_bytes,
         )
         stored = where(recompute == 3, per_op, stored)
     return where(recompute == 0, none, stored)

@@ -2,7 +2,9 @@
 
 A node preset fills ``cluster.accelerator``, ``cluster.gpus_per_node``, ``cluster.scale_up`` and
 ``cluster.scale_out``; explicit fields in the scenario override it. For GB200 NVL72 the "node" is the
-72-GPU NVLink domain, since that is the group the scale-up fabric joins.
+72-GPU NVLink domain, since that is the group the scale-up fabric joins; its ``gpus_per_server`` (a compute
+tray of 4 GPUs) is the unit the ledger counts failures, host power and checkpoint writers in. A preset
+without it is one server per node.
 """
 
 from __future__ import annotations
@@ -77,9 +79,12 @@ NODES: dict[str, dict[str, Any]] = {
         "gpus_per_node": 72,
         "scale_up": "nvlink-switch-nvl72",
         "scale_out": "infiniband-xdr",
+        "gpus_per_server": 4,
         "sources": {
             "node": "NVIDIA GB200 NVL72 data sheet (2024): 36 Grace + 72 Blackwell GPUs in one NVLink "
-            "domain; ConnectX-8 800G scale-out per GPU on current builds"
+            "domain; ConnectX-8 800G scale-out per GPU on current builds",
+            "server": "NVIDIA GB200 NVL72 data sheet: 18 compute trays, each 2 Grace CPUs and 4 GPUs with their "
+            "own NICs, local NVMe and power: the unit of failures, host power and checkpoint writers",
         },
     },
     "gb300-nvl72": {
@@ -88,9 +93,12 @@ NODES: dict[str, dict[str, Any]] = {
         "gpus_per_node": 72,
         "scale_up": "nvlink-switch-nvl72",
         "scale_out": "infiniband-xdr",
+        "gpus_per_server": 4,
         "sources": {
             "node": "NVIDIA GB300 NVL72 data sheet (2025): 36 Grace + 72 Blackwell Ultra GPUs in one NVLink "
-            "domain (130 TB/s); one ConnectX-8 800 Gb/s SuperNIC per GPU"
+            "domain (130 TB/s); one ConnectX-8 800 Gb/s SuperNIC per GPU",
+            "server": "NVIDIA GB300 NVL72 data sheet: 18 compute trays, each 2 Grace CPUs and 4 GPUs with their "
+            "own NICs, local NVMe and power: the unit of failures, host power and checkpoint writers",
         },
     },
     "mi300x-platform": {

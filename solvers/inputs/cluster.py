@@ -309,9 +309,10 @@ def parse_cluster(r: Reader, raw: Any, path: str = PATH) -> ClusterParts | None:
             if fallback
             else "convention: DGX H100 fabrics for a custom accelerator"
         )
-        link_node = catalog.NODES[fallback or "dgx-h100"]
+        link_node_key = fallback or "dgx-h100"
+        link_node = catalog.NODES[link_node_key]
     else:
-        link_node = node
+        link_node_key, link_node = str(node_key), node
         node_src = f"node preset '{node_key}': {node['sources']['node']}"
 
     nums = read_numbers(r, given, path)
@@ -341,10 +342,16 @@ def parse_cluster(r: Reader, raw: Any, path: str = PATH) -> ClusterParts | None:
             f"must be >= cluster.gpus_per_node (={gpn:,}): a node's GPUs lie on one mesh",
         )
     r.note(join(path, "gpus"), gpus, "", gpus_src)
+    # The ledger's node is a server: what fails, draws host power and writes a checkpoint shard on its own
+    # (a GB200 NVL72 compute tray of 4 GPUs; one server per node for a preset that names none).
+    server_gpus = min(int(link_node.get("gpus_per_server", gpn)), gpn)
+    server_src = (
+        f"node preset '{link_node_key}': {link_node['sources']['server']}" if server_gpus < gpn else ""
+    )
 
     storage = read_section(r, given.get("storage"), join(path, "storage"))
     power = read_section(r, given.get("power"), join(path, "power"))
-    rel = parse_reliability(r, given.get("reliability"), join(path, "reliability"), gpn)
+    rel = parse_reliability(r, given.get("reliability"), join(path, "reliability"), server_gpus, server_src)
     if (
         accel is None
         or scale_up is None
@@ -371,7 +378,7 @@ def parse_cluster(r: Reader, raw: Any, path: str = PATH) -> ClusterParts | None:
     }
     ledger = {
         "gpus": gpus,
-        "gpus_per_node": gpn,
+        "gpus_per_node": server_gpus,
         "accelerator_tdp_w": accel.tdp_w,
         "accelerator_unit_price_usd": accel.unit_price_usd,
         "accelerator_embodied_kgco2e": accel.embodied_kgco2e,
@@ -385,8 +392,10 @@ def parse_cluster(r: Reader, raw: Any, path: str = PATH) -> ClusterParts | None:
 
 
 def parse_reliability(
-    r: Reader, raw: Any, path: str, gpus_per_node: int
+    r: Reader, raw: Any, path: str, gpus_per_node: int, server_source: str = ""
 ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The reliability fields; ``gpus_per_node`` is the GPUs of the ledger's node (a server), whose NICs the
+    NIC count's default counts, and ``server_source`` says where a server smaller than the node comes from."""
     given = r.section(raw, path)
     if given is None:
         return None
@@ -418,6 +427,10 @@ def parse_reliability(
         for i in range(len(notes) - 1, -1, -1):  # noted in the loop above: among the last entries
             if notes[i].key == key:  # the default's None becomes the count it stands for
                 notes[i] = notes[i]._replace(value=gpus_per_node)
+                if server_source:
+                    notes[i] = notes[i]._replace(
+                        source=f"{notes[i].source}, of a server of {gpus_per_node} GPUs ({server_source})"
+                    )
                 break
     doc["other_mttf_h"] = [float(v) for v in doc["other_mttf_h"]]
     for field in ("gpu_mttf_h", "nic_mttf_h", "psu_mttf_h", "restart_s"):

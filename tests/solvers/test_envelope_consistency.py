@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import copy
+
 import pytest
 
-from solvers import solve
 from solvers import envelope as envelope_data
+from solvers import solve
 from solvers.errors import ScenarioError
 from solvers.inputs import resolve
 from solvers.published import load_example
@@ -73,7 +74,7 @@ def test_a_validated_runs_own_layout_is_inside_an_envelope_of_itself() -> None:
 def test_a_search_keeps_the_validated_layout_when_no_run_uses_context_parallelism() -> None:
     """The same through the search: a space holding only the published layout, judged against an envelope made
     of that very run, keeps it."""
-    r, envelope = _llama3_only_envelope()
+    _, envelope = _llama3_only_envelope()
     auto_doc = load_example(LLAMA3_405B)
     auto_doc["training"]["layout"] = "auto"
     auto = resolve(auto_doc)

@@ -34,7 +34,9 @@ def test_fp32_training_stores_four_byte_activations() -> None:
     """
     bf16 = _memory("llama3-8b", "dgx-a100-80gb", 64, "bf16", recompute="selective")
     fp32 = _memory("llama3-8b", "dgx-a100-80gb", 64, "fp32", recompute="selective")
-    assert fp32["weights_bytes"] == pytest.approx(2.0 * bf16["weights_bytes"])  # the model state already doubles
+    assert fp32["weights_bytes"] == pytest.approx(
+        2.0 * bf16["weights_bytes"]
+    )  # the model state already doubles
     assert fp32["activations_bytes"] == pytest.approx(2.0 * bf16["activations_bytes"], rel=1e-6)
 
 
@@ -54,7 +56,13 @@ def test_fp32_dropout_masks_stay_one_byte() -> None:
     ).model
     assert model.dropout and not model.gated_mlp
     h = 12_288
-    common = {"model": model, "seq_len": 2048, "tp": 8, "expert_tp": 1, "sequence_parallel": True}
+    common: dict[str, Any] = {
+        "model": model,
+        "seq_len": 2048,
+        "tp": 8,
+        "expert_tp": 1,
+        "sequence_parallel": True,
+    }
     bf16 = activation_bytes_per_token_layer(**common, recompute=1, moe_layer=False)
     fp32 = activation_bytes_per_token_layer(**common, recompute=1, moe_layer=False, element_bytes=4.0)
     assert bf16 == 34 * h / 8
