@@ -81,6 +81,14 @@ _UNSTATED_DROPOUT = (
 )
 
 
+# Megatron-LM's GPT computes its logits with the input embedding's matrix (``parallel_lm_logits`` on
+# ``word_embeddings_weight``; ``--untie-embeddings-and-output-weights`` came later and is off by default).
+_MEGATRON_TIED = (
+    "Narayanan et al., SC'21 (Megatron-LM PTD-P) §5.1 counts P = 12 l h^2 (1 + 13/(12 h) + (V + s)/(12 l h)): "
+    "the vocabulary matrix once, as Megatron-LM's GPT shares it between the input embedding and the output layer"
+)
+
+
 def _sc21(params_b: float, heads: int, hidden: int, layers: int) -> dict[str, Any]:
     return {
         "name": f"Megatron-LM GPT {params_b:g}B (SC'21 Table 1)",
@@ -92,12 +100,14 @@ def _sc21(params_b: float, heads: int, hidden: int, layers: int) -> dict[str, An
         "vocab": 51_200,
         "params": params_b * 1e9,
         "gated_mlp": False,
+        "tied_embeddings": True,
         "dropout": True,
         "seq_len": 2048,
         "sources": {
             "shape": f"{_SC21}: {params_b:g}B, {heads} heads, hidden {hidden}, {layers} layers; 4h MLP",
             "vocab": f"{_SC21} text: vocabulary 51,200, sequence length 2,048",
             "params": f"{_SC21}: {params_b:g} billion parameters",
+            "tied_embeddings": _MEGATRON_TIED,
             "dropout": _MEGATRON_DROPOUT,
         },
     }
@@ -266,6 +276,7 @@ MODELS: dict[str, dict[str, Any]] = {
         "vocab": 51_200,
         "params": 530e9,
         "gated_mlp": False,
+        "tied_embeddings": True,
         "dropout": True,
         "seq_len": 2048,
         "sources": {
@@ -273,6 +284,8 @@ MODELS: dict[str, dict[str, Any]] = {
             "§3.1: 105 layers, hidden 20,480, 128 heads, sequence 2,048; also SC'21 Table 1 (529.6B row)",
             "vocab": f"{_SC21} text: vocabulary 51,200",
             "params": "Smith et al. 2022: 530 billion parameters",
+            "tied_embeddings": "trained with Megatron-DeepSpeed, whose GPT shares the input embedding with the "
+            "output layer; SC'21 Table 1's 529.6B row counts the vocabulary matrix once",
             "dropout": "trained with Megatron-DeepSpeed, whose defaults are --attention-dropout 0.1 and "
             "--hidden-dropout 0.1 (megatron/arguments.py); Smith et al. 2022 set no other value",
         },
@@ -296,6 +309,7 @@ MODELS: dict[str, dict[str, Any]] = {
         "vocab": 250_880,
         "params": 176.2e9,
         "gated_mlp": False,
+        "tied_embeddings": True,
         "dropout": True,
         "seq_len": 2048,
         "sources": {
@@ -303,6 +317,9 @@ MODELS: dict[str, dict[str, Any]] = {
             "Table 3: 70 layers, hidden 14,336, 112 heads, sequence 2,048; 4h GELU MLP",
             "vocab": "BLOOM paper §3.3: 250,680 tokens, padded to 250,880 in the released config",
             "params": "BLOOM paper Table 3: 176,247M parameters",
+            "tied_embeddings": "Megatron-DeepSpeed's GPT shares the input embedding with the output layer, as "
+            "the released BloomForCausalLM ties lm_head to word_embeddings; Table 3's 176,247M counts the "
+            "250,880 x 14,336 matrix once",
             "dropout": "BigScience's launch script (bigscience-workshop/bigscience, "
             "train/tr11-176B-ml/tr11-176B-ml.slurm) passes no dropout flag, so Megatron-DeepSpeed's "
             "defaults applied: --attention-dropout 0.1, --hidden-dropout 0.1 (megatron/arguments.py)",
