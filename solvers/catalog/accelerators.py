@@ -1,7 +1,9 @@
 """Accelerator presets: dense peak by precision, HBM capacity and bandwidth, power, price, embodied carbon.
 
 Peaks are *dense* tensor-core rates (no 2:4 sparsity), in 1e12 FLOP/s. ``hbm_gb`` is 1e9 bytes, ``hbm_tb_s``
-is 1e12 bytes/s. Each entry carries ``sources``: one citation per field. ``compute_efficiency`` (the share of
+is 1e12 bytes/s. The data sheets' "80 GB" is binary (an H100 80GB holds 80 GiB, of which NVML reports 81,559 MiB,
+85.5e9 bytes); read as 1e9 bytes it leaves about 7% of the memory to what the count does not hold (the CUDA
+context, communication buffers, the caching allocator's fragmentation: docs/CONVENTIONS.md "Memory per GPU"). Each entry carries ``sources``: one citation per field. ``compute_efficiency`` (the share of
 dense peak that large training GEMMs reach) is not stored here: it is the one default calibration in
 ``solvers.catalog.calibration`` and is merged in by ``accelerator_entry``.
 
