@@ -47,8 +47,9 @@ MOE_TOKEN_DISPATCHERS: tuple[str, ...] = ("alltoall", "flex")
 MTBF_CONVENTIONS: tuple[str, ...] = ("node_series", "gpu_only")
 INTERVAL_METHODS: tuple[str, ...] = ("daly", "young", "exact")
 GOODPUT_LEDGERS: tuple[str, ...] = (
-    # Expected wall-clock cost per failure-renewal cycle: checkpoint writes, half an interval (plus the write
-    # in flight) of rework and a restart per failure, all inside the wall-clock time they lengthen.
+    # Expected wall-clock cost per failure-renewal cycle: checkpoint writes, the lost part of a segment of an
+    # interval and its write ((T + C)/2 on average for T + C well below the MTBF) of rework and a restart per
+    # failure, all inside the wall-clock time they lengthen.
     "expected_loss",
     # Seed 000 §3.3 / mlsysim tutorial 06 §5: lost time over a window = writes + failures x half an interval;
     # no restart term, reported against the window.

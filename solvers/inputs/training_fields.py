@@ -304,7 +304,8 @@ TRAINING_FIELDS: tuple[Field, ...] = (
         "training.checkpoint.goodput_ledger",
         GOODPUT_LEDGERS,
         "expected_loss",
-        source="writes + rework (half an interval plus the write in flight per failure) + restarts, each "
-        "failure counted over the wall-clock time it lengthens (Daly 2006 §3 renewal argument)",
+        source="writes + rework (the segment of an interval and its write lost per failure, (T + C)/2 on "
+        "average when T + C is well below the MTBF) + restarts, each failure counted over the wall-clock time "
+        "it lengthens (Daly 2006 §3 renewal argument)",
     ),
 )
