@@ -78,11 +78,12 @@ NODES: dict[str, dict[str, Any]] = {
         "accelerator": "gb200",
         "gpus_per_node": 72,
         "scale_up": "nvlink-switch-nvl72",
-        "scale_out": "infiniband-xdr",
+        "scale_out": "infiniband-ndr",
         "gpus_per_server": 4,
         "sources": {
             "node": "NVIDIA GB200 NVL72 data sheet (2024): 36 Grace + 72 Blackwell GPUs in one NVLink "
-            "domain; ConnectX-8 800G scale-out per GPU on current builds",
+            "domain; one ConnectX-7 400 Gb/s NDR NIC per GPU (4 a compute tray), as NVIDIA's and CoreWeave's "
+            "MLPerf Training systems list (ConnectX-8 800G is GB300's)",
             "server": "NVIDIA GB200 NVL72 data sheet: 18 compute trays, each 2 Grace CPUs and 4 GPUs with their "
             "own NICs, local NVMe and power: the unit of failures, host power and checkpoint writers",
         },

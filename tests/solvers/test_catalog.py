@@ -18,6 +18,7 @@ from solvers.catalog import (
     did_you_mean,
     fabric_entry,
 )
+from solvers.inputs import resolve
 from solvers.specs import PRECISIONS
 
 REQUIRED_ACCELERATORS = {
@@ -259,3 +260,14 @@ def test_a_custom_accelerator_has_no_preset_in_its_document() -> None:
     assert resolved.cluster.accelerator.catalog_key is None
     assert resolved.cluster.accelerator.catalog_ref == "custom"
     assert "preset" not in resolved.document["cluster"]["accelerator"]
+
+
+def test_gb200_nvl72_scale_out_is_one_400g_nic_per_gpu() -> None:
+    """GB200 NVL72 compute trays carry 4 ConnectX-7 NDR 400 Gb/s NICs per 4 GPUs (MLPerf Training v5.0/v5.1/v6.0
+    systems JSON of NVIDIA and CoreWeave, quoted in corpus/mlperf-training-v50.yaml audit 6; Crusoe's GB200 NVL72
+    system: 4x BlueField-3/ConnectX-7 per 4-GPU node). ConnectX-8 800 Gb/s is the GB300 generation. So the
+    node's default scale-out carries at most 400 Gb/s = 50 GB/s per GPU per direction."""
+    default = resolve({"cluster": {"node": "gb200-nvl72", "gpus": 72}}).cluster.scale_out
+    ndr = resolve({"cluster": {"node": "gb200-nvl72", "gpus": 72, "scale_out": "infiniband-ndr"}}).cluster.scale_out
+    assert default.bandwidth_gb_s <= 50.0
+    assert default == ndr
