@@ -31,10 +31,13 @@ taken.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
+import numpy as np
+
 from solvers.compute import Num, ceil_log2, clip, maximum, minimum, where
-from solvers.specs import ClusterSpec
+from solvers.specs import ClusterSpec, MoESpec
 
 GB = 1e9
 US = 1e-6
@@ -163,17 +166,27 @@ def all_to_all_s(
 
 
 def members_per_node(*, group_size: Num, stride: Num, gpus_per_node: int) -> Num:
-    """Members of one group inside one node: ``clip(gpus_per_node // stride, 1, group_size)``.
+    """Members of the busiest group inside one node: ``clip(gpus_per_node // stride, 1, group_size)``, except
+    for a group smaller than a node whose span ``n x stride`` does not divide the node: its groups then straddle
+    node boundaries, and the one astride a boundary has ``gcd(n x stride, gpus_per_node) / stride`` members on
+    its smaller side (at least 1).
 
     Example: DP of 128 at stride 8 (TP8) on 8-GPU nodes -> 1 (every member on another node);
-    DP of 16,384 at stride 1 -> 8 (a whole node, then across nodes).
+    DP of 16,384 at stride 1 -> 8 (a whole node, then across nodes); TP 6 on 8-GPU nodes -> 2 (ranks 6-11
+    lie 2 on one node and 4 on the next).
     """
     return _members(maximum(group_size, 1), stride, gpus_per_node)
 
 
 def _members(n: Num, stride: Num, gpus_per_node: int) -> Num:
     # members_per_node for a group size n >= 1
-    return clip(gpus_per_node // maximum(stride, 1), 1, n)
+    st = maximum(stride, 1)
+    k = clip(gpus_per_node // st, 1, n)
+    span = n * st
+    straddles = (span < gpus_per_node) & (gpus_per_node % span != 0)
+    if type(straddles) is bool:  # one layout (python ints)
+        return max(math.gcd(span, gpus_per_node) // st, 1) if straddles else k
+    return where(straddles, maximum(np.gcd(span, gpus_per_node) // st, 1), k)
 
 
 def placed_all_reduce_s(*, group_size: Num, stride: Num, message_bytes: Num, links: Links) -> tuple[Num, Num]:
@@ -217,7 +230,7 @@ def _placed(*, kind: int, group_size: Num, stride: Num, message_bytes: Num, link
     if type(n) is int and n == 1:  # one layout's group of one GPU: the general form below gives 0.0, 0.0
         return 0.0, 0.0
     k = _members(n, stride, links.gpus_per_node)
-    nodes = n // k
+    nodes = -(-n // k)  # the nodes the group spans: 12 members at 8 a node span 2
     frac_all = (n - 1) / n
     steps_all = kind * _latency_steps(n)
     inside = transfer_s(
@@ -262,25 +275,48 @@ def _placed(*, kind: int, group_size: Num, stride: Num, message_bytes: Num, link
 
 class NodeDispatch(NamedTuple):
     """An all-to-all that sends one copy of a token per target node and per target GPU
-    (``placed_all_to_all_s``): the message holds ``copies`` copies of each token (its routed experts), which
-    lie on at most ``max_nodes`` nodes and at most ``max_gpus`` GPUs (None: any number)."""
+    (``placed_all_to_all_s``): the message holds ``copies`` copies of each token (its routed experts, distinct
+    ones of ``experts`` spread evenly over the group's GPUs), which lie on at most ``max_nodes`` nodes and at
+    most ``max_gpus`` GPUs (None: any number)."""
 
     copies: int
     max_nodes: int | None
     max_gpus: int | None = None
+    experts: int | None = None
+
+    @classmethod
+    def of(cls, moe: MoESpec) -> NodeDispatch:
+        """A model's dispatch: top-k copies of its routed experts, under its node and GPU limits."""
+        return cls(moe.top_k, moe.max_nodes_per_token, moe.max_gpus_per_token, moe.experts)
 
 
-def node_copies(*, copies: int, nodes: Num, max_nodes: int | None) -> Num:
-    """Expected distinct nodes that a token's ``c`` routed copies reach: ``G' (1 - (1 - 1/G')^c)`` with
-    ``G' = min(M, G)``, the ``G`` nodes of the group limited to the router's ``M`` (each copy on a node drawn
-    evenly from the ``G'`` the token may reach; node-limited routing, DeepSeek-V3 §2.1.2). ``G`` is the group's
-    members over the members per node, not rounded: a group of 128 on 72-GPU nodes spans 1.78 nodes' worth.
+def node_copies(*, copies: int, nodes: Num, max_nodes: Num | None, experts: int | None = None) -> Num:
+    """Expected distinct bins (nodes, or GPUs) that a token's ``c`` routed copies reach, of the ``G`` bins the
+    group's experts are spread over evenly, limited to the router's ``M`` (node-limited routing, DeepSeek-V3
+    §2.1.2): ``G' = min(M, G)`` bins within reach. ``G`` is the group's members over the members per bin, not
+    rounded: a group of 128 on 72-GPU nodes spans 1.78 nodes' worth.
 
-    Example: DeepSeek-V3, c = 8 over EP 64 on 8 nodes: 5.25 nodes without a limit, 3.6 with M = 4 (DeepSeek-V3:
-    "each token will be sent to at most 4 nodes").
+    A token's ``c`` experts are distinct, drawn without replacement from the ``E' = G' E / G`` experts in reach
+    (``E`` the model's routed experts): a bin holds none of them with probability ``prod_{i<c} (E' - E/G - i) /
+    (E' - i)`` (hypergeometric), so ``G' (1 - that)`` bins are reached; ``G'`` is at least ``c G / E``, the bins
+    ``c`` distinct experts need. Without ``experts`` each copy's bin is drawn on its own, ``G' (1 - (1 - 1/G')^c)``
+    (with replacement: the limit of many experts per bin).
+
+    Example: DeepSeek-V3 (256 experts), c = 8 over EP 64 on 8 nodes: 5.29 nodes without a limit, 3.63 with
+    M = 4 (DeepSeek-V3: "each token will be sent to at most 4 nodes"); with replacement 5.25 and 3.60. Mixtral
+    (8 experts) at EP 8, one expert a GPU, c = 2: 2 GPUs (1.875 with replacement).
     """
-    reach = maximum(nodes, 1.0) if max_nodes is None else minimum(maximum(nodes, 1.0), float(max_nodes))
-    return reach * (1.0 - _power(1.0 - 1.0 / reach, copies))
+    g = maximum(nodes, 1.0)
+    reach = g if max_nodes is None else minimum(g, 1.0 * max_nodes)
+    if experts is None:
+        return reach * (1.0 - _power(1.0 - 1.0 / reach, copies))
+    per_bin = experts / g
+    reach = maximum(reach, minimum(copies / per_bin, g))  # c distinct experts fill at least c / per_bin bins
+    pool = per_bin * reach
+    missed: Num = 1.0
+    for i in range(copies):
+        missed = missed * maximum(pool - per_bin - i, 0.0) / (pool - i)
+    return reach * (1.0 - missed)
 
 
 def _power(base: Num, exponent: int) -> Num:
@@ -315,14 +351,15 @@ def placed_all_to_all_s(
     token's ``c`` copies only one per distinct remote node crosses the NIC, ``node_copies / c`` of the
     per-copy NIC bytes; NVLink carries every copy whose expert is not on the GPU it lands on, ``(k-1)/k`` of
     ``S`` (the same node's copies and the forwarded ones). The combine runs the same way back. Example: the
-    same EP 64 with DeepSeek-V3's c = 8 and M = 4: 3.6 / 8 x 87.5 = 39.4 MB on the NIC, 87.5 MB on NVLink.
+    same EP 64 with DeepSeek-V3's c = 8 and M = 4: 3.63 / 8 x 87.5 = 39.7 MB on the NIC, 87.5 MB on NVLink.
 
     The scale-up link, too, carries one copy per distinct target GPU, not per expert (DeepEP's layout counts
     ``num_tokens_per_rank`` from ``is_token_in_rank``, and its combine sums a GPU's experts' outputs before
     sending one back): ``gpu_copies / c`` of that share, the expected distinct GPUs of ``c`` copies spread
     evenly over the ``R`` GPUs a token may reach (the group, at most ``k`` per reachable node, at most
-    ``max_gpus``: device-limited routing, DeepSeek-V2 §2.2.1). A cap of ``max_gpus`` GPUs caps the nodes too.
-    Example: the same EP 64 with M = 4: R = 32, 7.16 / 8 x 87.5 = 78.3 MB on NVLink; Qwen3-30B-A3B's c = 8 at
+    ``max_gpus``: device-limited routing, DeepSeek-V2 §2.2.1), drawn as ``node_copies`` draws nodes. A cap of
+    ``max_gpus`` GPUs caps the nodes too.
+    Example: the same EP 64 with M = 4: R = 32, 7.36 / 8 x 87.5 = 80.5 MB on NVLink; Qwen3-30B-A3B's c = 8 at
     EP 8 in one node with each token's experts on one GPU (``max_gpus`` 1): 1/8 of the per-expert bytes.
     """
     n = maximum(group_size, 1)
@@ -331,12 +368,13 @@ def placed_all_to_all_s(
         up_bytes = (k - 1) / n * message_bytes
         nic_bytes = (n - k) / n * message_bytes
     else:
-        c, max_gpus = per_node.copies, per_node.max_gpus
+        c, max_gpus, experts = per_node.copies, per_node.max_gpus, per_node.experts
         node_cap = per_node.max_nodes if max_gpus is None else min(max_gpus, per_node.max_nodes or max_gpus)
-        reached = node_copies(copies=c, nodes=n / k, max_nodes=node_cap)
-        reach_gpus = n if per_node.max_nodes is None else minimum(n, per_node.max_nodes * k)
-        reach_gpus = reach_gpus if max_gpus is None else minimum(reach_gpus, float(max_gpus))
-        gpus = node_copies(copies=c, nodes=reach_gpus, max_nodes=None)
+        reached = node_copies(copies=c, nodes=n / k, max_nodes=node_cap, experts=experts)
+        gpu_cap: Num | None = None if per_node.max_nodes is None else per_node.max_nodes * k
+        if max_gpus is not None:
+            gpu_cap = float(max_gpus) if gpu_cap is None else minimum(gpu_cap, float(max_gpus))
+        gpus = node_copies(copies=c, nodes=n, max_nodes=gpu_cap, experts=experts)
         up_bytes = gpus / c * (k - 1) / k * message_bytes
         nic_bytes = reached / c * (n - k) / n * message_bytes
     up_s = transfer_s(

@@ -266,12 +266,17 @@ def recompute_flops_per_token(
     """Extra FLOPs per token spent recomputing activations, by policy code (none 0, selective 1, full 2, per_op 3).
 
     none: 0. selective: ``4 * L * h * s`` (the attention core's forward; Korthikanti et al. 2022 §4.3).
-    full: ``2 * N_active + 4 * L * h * s``, one more forward pass (Korthikanti et al. 2022 §5).
+    full: ``2 (N_active - E) + 4 * L * h * s``, one more forward pass of the transformer blocks (Korthikanti
+    et al. 2022 §5): the embedding and the output layer lie outside the checkpointed blocks (Megatron-Core,
+    torchtitan) and are not run again, so the vocabulary matrices ``E = V h`` (tied) or ``2 V h`` (untied) are
+    left out, as SC'21 equation (3) counts the logit layer three times where it counts the layers four.
     per_op: ``per_op_recompute_flops_per_token`` (``projection_kept``: compiled, with sequence-parallel TP).
-    Example: GPT-3 175B, s = 2,048, full: 2 x 175e9 + 4 x 96 x 12,288 x 2,048 = 3.597e11 FLOP per token.
+    Example: GPT-3 175B (untied here), s = 2,048, full: 2 x (175e9 - 2 x 50,257 x 12,288) + 4 x 96 x 12,288 x
+    2,048 = 3.572e11 FLOP per token.
     """
     attention_forward = attention_flops_per_token(model=model, seq_len=seq_len) / 3.0
-    full = 2.0 * model.active_params + attention_forward
+    embeddings = (1.0 if model.tied_embeddings else 2.0) * model.vocab * model.hidden
+    full = 2.0 * (model.active_params - embeddings) + attention_forward
     policy = where(recompute == 1, attention_forward, full)
     if per_op_defined(model):
         per_op = per_op_recompute_flops_per_token(model=model, projection_kept=projection_kept)

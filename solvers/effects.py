@@ -193,7 +193,7 @@ def dense_shape_factor(
     return (attn_w + mlp_w) / (attn_w / f_attn + mlp_w / f_mlp)
 
 
-def expert_load(*, skew: float, capacity_factor: float | None, pad: bool, forced: bool) -> float:
+def expert_load(*, skew: float, capacity_factor: float | None, pad: bool, forced: bool, ep: Num = 2) -> Num:
     """The busiest expert rank's tokens over the mean: ``1 + skew`` under dropless routing (``skew`` fitted), 1
     when the router is bypassed for benchmarks (Megatron-Core's ``moe_router_force_load_balancing`` routes on
     random logits, balanced in expectation; priced at the mean load), capped
@@ -202,13 +202,16 @@ def expert_load(*, skew: float, capacity_factor: float | None, pad: bool, forced
     computed and sent). Megatron-Core's capacity is ``c x tokens x top_k / experts`` per expert
     (``megatron/core/transformer/moe/moe_utils.py``, ``get_capacity``).
 
+    With one expert rank (``ep`` 1) that rank holds every expert and computes every routed copy: a skew between
+    its experts moves tokens between GEMMs of one GPU, so the load is the mean's (capped or padded as above).
+
     Example: skew 0.5 (the fitted value, at its bound) -> 1.5; with c = 1.0 and padding -> 1.0; c = 1.1 without
-    padding -> 1.1.
+    padding -> 1.1; at ep 1 -> 1.0.
     """
-    load = 1.0 if forced else 1.0 + skew
+    load = where(ep > 1, 1.0 if forced else 1.0 + skew, 1.0)
     if capacity_factor is None:
         return load
-    return capacity_factor if pad else min(load, capacity_factor)
+    return capacity_factor if pad else minimum(load, capacity_factor)
 
 
 def straggler_factor(*, ranks: int, jitter: float) -> float:

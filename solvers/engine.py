@@ -36,17 +36,17 @@ microbatch's compute (gradients final only in the last one's backward, weights n
 forward: MegaScale §3.2), or for ZeRO-3 with ``zero3_exchange: every_microbatch`` behind each microbatch's.
 
 Other conventions (CONTRACT.md "Conventions fixed in v1" are binding): ``gpus = tp*cp*pp*dp``; experts are
-carved from ``dp*cp`` and use ``expert_tp``; uneven stages are allowed and the busiest (``ceil(L/pp)``
-layers) sets the pace; traffic bytes are means over GPUs; bandwidths are achieved rates. Rank order is
-``tp-cp-ep-dp-pp`` (Megatron-Core), so tensor groups are innermost and pipeline stages outermost.
-MFU counts model FLOPs against the dense peak at the training precision (PaLM appendix B). Routed experts
-are laid out ``expert_tp-ep-edp-pp`` (Megatron-Core's expert grid), so an EP group has stride ``expert_tp``.
-Pipeline sends cross the NIC whenever the job spans nodes (stages are outermost; the slowest boundary sets
-the pace). Attention scores: ``training.fused_attention`` True (the default, and what None means) is
-FlashAttention-style kernels: the ``s x s`` scores never reach HBM, for every recompute policy. False
-materialises them (Megatron-LM before 2023): stored without recompute, written and read again by the
-recomputed forward with ``selective`` or ``full``. Either way a recompute policy only adds work, so it never
-makes a step faster (``tests/solvers/test_step_properties.py``).
+carved from ``dp*cp`` and use ``expert_tp``; uneven stages are allowed and the busiest (``ceil(L/pp)`` layers)
+sets the pace; traffic bytes are means over GPUs; bandwidths are achieved rates. Rank order is
+``tp-cp-ep-dp-pp`` (Megatron-Core), so tensor groups are innermost and pipeline stages outermost. MFU counts
+model FLOPs against the dense peak at the training precision (PaLM appendix B). Routed experts are laid out
+``expert_tp-ep-edp-pp`` (Megatron-Core's expert grid), so an EP group has stride ``expert_tp``. Pipeline sends
+cross the NIC whenever the job spans nodes (stages are outermost; the slowest boundary sets the pace).
+Attention scores: ``training.fused_attention`` True (the default, and what None means) is FlashAttention-style
+kernels: the ``s x s`` scores never reach HBM, for every recompute policy. False materialises them
+(Megatron-LM before 2023): stored without recompute, written and read again by the recomputed forward with
+``selective`` or ``full``. Either way a recompute policy only adds work, so it never makes a step faster
+(``tests/solvers/test_step_properties.py``).
 
 Worked example (``tests/solvers/test_engine.py``): Llama 3 405B on 16,384 H100, TP8/PP16/DP128, interleaved
 (v = 8, one layer per chunk), ZeRO-3 with FP32 reduce-scatter, no recompute with fused attention, DP and PP
@@ -233,6 +233,7 @@ def _step(
         capacity_factor=training.moe_capacity_factor,
         pad=training.moe_pad_to_capacity,
         forced=training.moe_force_balance,
+        ep=ep,
     )
     if moe is not None:
         # expert_tp_exchange: a GPU's experts see etp/tp of its TP group's tokens (their copies gathered over etp)
@@ -287,8 +288,7 @@ def _step(
         forward_rerun=full_recompute | per_op,
         hbm_bytes_s=hbm,
     )
-    if fx.context_parallel or fx.attention_core or bf16_islands:
-        compute_s = compute_s + attention_extra
+    compute_s = compute_s + attention_extra  # 0.0 unless an attention effect priced the core apart
     if fx.unfused_elementwise and training.fused_elementwise is False:
         # Eager mode: every norm, rotary and SwiGLU op reads and writes HBM on its own.
         layer_s = layer_s + effects.unfused_elementwise_time_s(
@@ -538,9 +538,7 @@ def _step(
             moe_layers_mean=layers_mean * moe_share,
             full_recompute=full_recompute,
             links=links,
-            per_node=collectives.NodeDispatch(moe.top_k, moe.max_nodes_per_token, moe.max_gpus_per_token)
-            if training.moe_dispatch == "per_node"
-            else None,
+            per_node=collectives.NodeDispatch.of(moe) if training.moe_dispatch == "per_node" else None,
             expert_tp=etp,
             gather=fx.expert_tp_exchange,
         )

@@ -90,7 +90,7 @@ def envelope_document(corpus_dir: Path = CORPUS_DIR) -> dict[str, Any]:
             skipped.append(
                 {
                     "id": run_id,
-                    "reason": f"held out, the model misses it by {missed[run_id]:+.1f} MFU points "
+                    "reason": f"held out, the model misses it by {missed[run_id]:+.2f} MFU points "
                     f"(more than the validation target of {target_points:g})",
                 }
             )

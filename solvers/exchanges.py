@@ -163,12 +163,17 @@ def cp_exchange(
     full_recompute: Num,
     links: collectives.Links,
 ) -> Exchange:
-    """Context-parallel K/V all-gather (forward) and gradient reduce-scatter (backward) per layer.
+    """Context-parallel K/V exchange per layer: gathered (or passed round the ring) in the forward, again in
+    the backward, and the K/V gradients reduce-scattered (sent back round the ring); with full recompute the
+    recomputed forward gathers them once more.
 
-    Example: Llama 3 405B at s = 131,072, CP 16, TP 8, b = 1: K and V are 131,072 x 2 x 1,024 x 2 / 8
-    = 67 MB per layer; 15/16 of it each way -> 126 MB per layer per microbatch.
+    Neither implementation keeps the gathered K/V for the backward: Transformer Engine's all-gather CP
+    (``AttnFuncWithCPAndKVAllGather``) gathers K and V again in its backward before reduce-scattering dK/dV,
+    and ring attention (Megatron-Core's ``p2p``, ring-flash-attention) sends K/V round the ring again beside
+    the dK/dV ring. Example: Llama 3 405B at s = 131,072, CP 16, TP 8, b = 1: K and V are 131,072 x 2 x 1,024
+    x 2 / 8 = 67 MB per layer; 15/16 of it three times -> 189 MB per layer per microbatch.
     """
-    count = where(full_recompute, 3.0, 2.0)
+    count = where(full_recompute, 4.0, 3.0)
     t, nic = collectives.placed_reduce_scatter_s(
         group_size=cp, stride=tp, message_bytes=kv_bytes, links=links
     )

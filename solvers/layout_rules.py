@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from solvers import pipeline
-from solvers.compute import Num, logical_not, maximum, per_op_defined
+from solvers.compute import Num, logical_not, maximum, minimum, per_op_defined
 from solvers.layout import Layout
 from solvers.specs import (
     PRECISIONS,
@@ -99,6 +99,15 @@ _RULES: tuple[str, ...] = (
 )
 
 
+def _flush_sizes(micro: Num, f: int | None) -> tuple[Num, Num]:
+    """The microbatches of a step's first and last pipeline flush (``pipeline.flushes``): each flush is a
+    schedule of its own, so a schedule's rule on its microbatches holds for every flush. Example: m = 12,
+    f = 8 -> (8, 4); f None -> (m, m)."""
+    if f is None:
+        return micro, micro
+    return minimum(micro, f), micro - (-(-micro // f) - 1) * f
+
+
 def rule_masks(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, lay: Any) -> list[Num]:
     gpus = cluster.gpus
     tp, pp, cp, ep, dp = lay.tp, lay.pp, lay.cp, lay.ep, lay.dp
@@ -116,6 +125,7 @@ def rule_masks(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec
     seq_len = training.seq_len
     seqs = training.global_batch_tokens // seq_len
     micro = seqs // (d * mb)
+    first, last = _flush_sizes(micro, training.pipeline_flush_microbatches)
     dense = model.moe is None
     experts = 1 if model.moe is None else model.moe.experts
     interleaved = lay.schedule == _INTERLEAVED
@@ -139,9 +149,9 @@ def rule_masks(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec
         (vv > 1) & logical_not(interleaved),
         interleaved & (p < 2),
         interleaved & (p * vv > model.layers + pipeline.STANDALONE_CHUNKS),
-        interleaved & (micro % p != 0),
+        interleaved & ((first % p != 0) | (last % p != 0)),
         dualpipe & ((p < 2) | (p % 2 != 0)),
-        dualpipe & ((micro < 2 * p) | (micro % 2 != 0)),
+        dualpipe & ((first < 2 * p) | (first % 2 != 0) | (last < 2 * p) | (last % 2 != 0)),
         training.precision not in cluster.accelerator.peak_tflops,
         (lay.recompute == _PER_OP) & (not per_op_defined(model)),
     ]
@@ -215,17 +225,26 @@ def rule_message(
             f"(={model.layers + pipeline.STANDALONE_CHUNKS}): every model chunk holds a layer, or the embedding "
             "or the output layer alone (Llama 3 §3.3.2)"
         )
+    flush = training.pipeline_flush_microbatches
+    first, last = _flush_sizes(micro, flush)
+    flushed = (
+        ""
+        if flush is None or flush >= micro
+        else (
+            f" in each flush of training.pipeline_flush_microbatches (={flush}: flushes of {first} and {last})"
+        )
+    )
     if rule == "interleaved_microbatches":
         return (
             f"{path}microbatch_seqs: the interleaved schedule needs microbatches (={micro}) divisible by pp "
-            f"(={pp}) (Narayanan et al. SC'21 §2.2.2)"
+            f"(={pp}){flushed} (Narayanan et al. SC'21 §2.2.2)"
         )
     if rule == "dualpipe_even_pp":
         return f"{path}pp: dualpipe needs an even pp >= 2, got {pp}"
     if rule == "dualpipe_microbatches":
         return (
             f"{path}microbatch_seqs: dualpipe needs an even number of microbatches (={micro}) >= 2*pp "
-            f"(={2 * pp}) (deepseek-ai/DualPipe)"
+            f"(={2 * pp}){flushed} (deepseek-ai/DualPipe)"
         )
     if rule == "per_op_llama_block":
         return (

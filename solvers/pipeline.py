@@ -74,6 +74,10 @@ def bubble_s(
     plain = (p - 1.0) * microbatch_s
     interleaved = plain / v
     zero_bubble = (p - 1.0) * (1.0 + unit_b - 1.0) * forward_s
+    # ZB-H1's (p-1)(F+B-W) holds for m >= p; with fewer microbatches the last one's forward through the other
+    # p-1 stages and its input gradients back through all p bound the flush from below: (p-1)F + (p-m)B - (m-1)W.
+    zb_chain = ((p - 1.0) + (p - microbatches) * unit_b - (microbatches - 1.0)) * forward_s
+    zero_bubble = maximum(zero_bubble, zb_chain)
     # F&B = F + B_full; B_full = B + W; (p/2 - 1)(F&B + B_full - 3W).
     b_full = unit_b + 1.0
     dualpipe = maximum(p / 2.0 - 1.0, 0.0) * (1.0 + b_full + b_full - 3.0) * forward_s

@@ -268,6 +268,8 @@ def test_gb200_nvl72_scale_out_is_one_400g_nic_per_gpu() -> None:
     system: 4x BlueField-3/ConnectX-7 per 4-GPU node). ConnectX-8 800 Gb/s is the GB300 generation. So the
     node's default scale-out carries at most 400 Gb/s = 50 GB/s per GPU per direction."""
     default = resolve({"cluster": {"node": "gb200-nvl72", "gpus": 72}}).cluster.scale_out
-    ndr = resolve({"cluster": {"node": "gb200-nvl72", "gpus": 72, "scale_out": "infiniband-ndr"}}).cluster.scale_out
+    ndr = resolve(
+        {"cluster": {"node": "gb200-nvl72", "gpus": 72, "scale_out": "infiniband-ndr"}}
+    ).cluster.scale_out
     assert default.bandwidth_gb_s <= 50.0
     assert default == ndr

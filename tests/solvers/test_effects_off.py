@@ -1,6 +1,7 @@
 """With every step effect switched off, every example gives the figures it gave before the effects existed.
 
-``golden/effects_off.json`` holds those figures (recorded from the golden file before the effects were added);
+``golden/effects_off.json`` holds those figures (recorded from the golden file before the effects were added, and
+re-recorded where a later correction of the engine, not an effect, moved them: its ``about`` names them);
 the switches are ``training.efficiency.effects.<name>`` (``solvers.effects``).
 """
 

@@ -90,10 +90,10 @@ def test_energy_carbon_docstring_quebec_matches_the_catalog() -> None:
 
 
 def test_figure_ranges_docstring_uses_the_catalog_step_class() -> None:
-    """solvers/ranges.py ``figure_ranges`` docstring: "Llama 3 405B on 16,384 H100 (dense/large: mean 0.036,
-    sigma 0.077) at a 6.752 s step: 6.35 / 7.00 / 7.72 s". solvers/catalog/step_uncertainty.json gives
-    dense/large mean 0.00740, sigma 0.0583, and the 405B example reports a 6.587 s step with step_s p10 / p50 /
-    p90 = 6.158 / 6.636 / 7.151 s (6.587 x exp(0.0074 + 0.0583 z), z = -1.2816, 0, 1.2816)."""
+    """solvers/ranges.py ``figure_ranges`` docstring names the catalog's dense/large step class: at 1.8.0
+    solvers/catalog/step_uncertainty.json gives mean 0.00506, sigma 0.0589, and the 405B example reports a
+    6.601 s step with step_s p10 / p50 / p90 = 6.152 / 6.634 / 7.154 s (6.601 x exp(0.0051 + 0.0589 z),
+    z = -1.2816, 0, 1.2816)."""
     from solvers import ranges
 
     doc = ranges.figure_ranges.__doc__ or ""

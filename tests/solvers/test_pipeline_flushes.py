@@ -45,14 +45,23 @@ def test_the_default_is_one_flush_and_a_flush_of_every_microbatch_changes_nothin
 @given(flush=st.integers(1, 64))
 def test_the_bubble_is_paid_once_per_flush(flush: int) -> None:
     """``bubble = ceil(m / f) x`` one flush's bubble, which depends on f only through it being a flush: the
-    compute and every exchange stay as they are."""
-    one = _step(None)
-    many = _step(flush)
+    compute and every exchange stay as they are (1F1B, whose rules hold for a flush of any size; an interleaved
+    flush must hold a multiple of pp, below)."""
+    plain = {"schedule": "1f1b", "virtual_stages": 1}
+    one = _step(None, **plain)
+    many = _step(flush, **plain)
     flushes = math.ceil(M / flush)
     assert many["bubble_s"] == pytest.approx(flushes * one["bubble_s"], rel=1e-12)
     assert many["compute_s"] == one["compute_s"]
     assert many["exposed_comm_s"] == one["exposed_comm_s"]
     assert many["step_s"] >= one["step_s"]
+
+
+@pytest.mark.parametrize("flush", [16, 32])
+def test_an_interleaved_flush_of_a_multiple_of_pp_pays_its_bubble_once_per_flush(flush: int) -> None:
+    one = _step(None)
+    many = _step(flush)
+    assert many["bubble_s"] == pytest.approx(math.ceil(M / flush) * one["bubble_s"], rel=1e-12)
 
 
 def test_without_a_pipeline_the_flushes_change_nothing() -> None:
