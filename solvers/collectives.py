@@ -167,13 +167,13 @@ def all_to_all_s(
 
 def members_per_node(*, group_size: Num, stride: Num, gpus_per_node: int) -> Num:
     """Members of the busiest group inside one node: ``clip(gpus_per_node // stride, 1, group_size)``, except
-    for a group smaller than a node whose span ``n x stride`` does not divide the node: its groups then straddle
-    node boundaries, and the one astride a boundary has ``gcd(n x stride, gpus_per_node) / stride`` members on
-    its smaller side (at least 1).
+    for a group whose span ``n x stride`` neither divides the node nor is a multiple of it: its groups then
+    cross node boundaries part-way, and the busiest one has ``gcd(n x stride, gpus_per_node) / stride`` members
+    on its smallest side (at least 1), whose NICs carry what the other side needs.
 
     Example: DP of 128 at stride 8 (TP8) on 8-GPU nodes -> 1 (every member on another node);
     DP of 16,384 at stride 1 -> 8 (a whole node, then across nodes); TP 6 on 8-GPU nodes -> 2 (ranks 6-11
-    lie 2 on one node and 4 on the next).
+    lie 2 on one node and 4 on the next); 12 at stride 1 on 8-GPU nodes -> 4 (8 + 4).
     """
     return _members(maximum(group_size, 1), stride, gpus_per_node)
 
@@ -183,10 +183,16 @@ def _members(n: Num, stride: Num, gpus_per_node: int) -> Num:
     st = maximum(stride, 1)
     k = clip(gpus_per_node // st, 1, n)
     span = n * st
-    straddles = (span < gpus_per_node) & (gpus_per_node % span != 0)
+    straddles = _misaligned(span, gpus_per_node)
     if type(straddles) is bool:  # one layout (python ints)
         return max(math.gcd(span, gpus_per_node) // st, 1) if straddles else k
     return where(straddles, maximum(np.gcd(span, gpus_per_node) // st, 1), k)
+
+
+def _misaligned(span: Num, gpus_per_node: int) -> Num:
+    # a group whose span neither divides the node nor is a multiple of it: its groups cross node boundaries
+    # part-way, and the busiest one has gcd(span, node) / stride members on its smallest side
+    return (span % gpus_per_node != 0) & (gpus_per_node % span != 0)
 
 
 def placed_all_reduce_s(*, group_size: Num, stride: Num, message_bytes: Num, links: Links) -> tuple[Num, Num]:
@@ -298,7 +304,7 @@ def node_copies(*, copies: int, nodes: Num, max_nodes: Num | None, experts: int 
 
     A token's ``c`` experts are distinct, drawn without replacement from the ``E' = G' E / G`` experts in reach
     (``E`` the model's routed experts): a bin holds none of them with probability ``prod_{i<c} (E' - E/G - i) /
-    (E' - i)`` (hypergeometric), so ``G' (1 - that)`` bins are reached; ``G'`` is at least ``c G / E``, the bins
+    (E' - i)`` (hypergeometric), so ``G' (1 - that)`` bins are reached; ``G'`` is at least ``ceil(c G / E)``, the bins
     ``c`` distinct experts need. Without ``experts`` each copy's bin is drawn on its own, ``G' (1 - (1 - 1/G')^c)``
     (with replacement: the limit of many experts per bin).
 
@@ -311,12 +317,36 @@ def node_copies(*, copies: int, nodes: Num, max_nodes: Num | None, experts: int 
     if experts is None:
         return reach * (1.0 - _power(1.0 - 1.0 / reach, copies))
     per_bin = experts / g
-    reach = maximum(reach, minimum(copies / per_bin, g))  # c distinct experts fill at least c / per_bin bins
+    reach = maximum(
+        reach, minimum(-(-copies // per_bin), g)
+    )  # c distinct experts fill ceil(c / per_bin) bins
     pool = per_bin * reach
     missed: Num = 1.0
     for i in range(copies):
         missed = missed * maximum(pool - per_bin - i, 0.0) / (pool - i)
     return reach * (1.0 - missed)
+
+
+def remote_node_copies(
+    *, copies: int, remote_nodes: Num, remote_share: Num, max_nodes: int | None, experts: int | None
+) -> Num:
+    """Expected distinct other nodes that a token's ``c`` routed copies reach from a GPU whose node holds
+    ``1 - remote_share`` of the group's experts, the rest spread evenly over ``remote_nodes`` nodes (a group
+    astride node boundaries, whose sides differ: ``node_copies`` takes equal nodes). A node holding ``e`` of the
+    ``E`` experts is missed with probability ``prod_{i<c} (E - e - i)/(E - i)``; at most ``max_nodes``.
+    Example: EP 64 at stride 1 on 72-GPU racks, 8 + 56 members, 256 experts, c = 8: the other rack holds 224,
+    reached with probability 1 - 2.6e-8: one copy a token crosses the NIC (equal nodes of 8 would count 4.6)."""
+    r = maximum(remote_nodes, 1.0)
+    share = remote_share / r
+    missed: Num = 1.0
+    if experts is None:
+        missed = _power(1.0 - share, copies)
+    else:
+        e = experts * share
+        for i in range(copies):
+            missed = missed * maximum(experts - e - i, 0.0) / (experts - i)
+    reached = r * (1.0 - missed)
+    return reached if max_nodes is None else minimum(reached, 1.0 * max_nodes)
 
 
 def _power(base: Num, exponent: int) -> Num:
@@ -377,6 +407,15 @@ def placed_all_to_all_s(
         gpus = node_copies(copies=c, nodes=n, max_nodes=gpu_cap, experts=experts)
         up_bytes = gpus / c * (k - 1) / k * message_bytes
         nic_bytes = reached / c * (n - k) / n * message_bytes
+        st = maximum(stride, 1)
+        misaligned = _misaligned(n * st, links.gpus_per_node)
+        if misaligned is not False:  # a group astride node boundaries: count the nodes it really reaches
+            full = clip(links.gpus_per_node // st, 1, n)  # the members a whole node holds
+            remote = remote_node_copies(
+                copies=c, remote_nodes=-(-(n - k) // full), remote_share=(n - k) / n, max_nodes=node_cap,
+                experts=experts,
+            )  # fmt: skip
+            nic_bytes = where(misaligned, remote / c * message_bytes, nic_bytes)
     up_s = transfer_s(
         bytes_=up_bytes,
         bandwidth_gb_s=links.up_rate(k),

@@ -165,7 +165,7 @@ def _step(
     global_seqs = training.global_batch_tokens // s
     microbatches = maximum(global_seqs // (dp * b), 1)
     m = 1.0 * microbatches
-    flush_mb, flushes = pipeline.flushes(microbatches=microbatches, f=training.pipeline_flush_microbatches)
+    flush_mb = pipeline.flushes(microbatches=microbatches, f=training.pipeline_flush_microbatches)[0]
 
     # --- compute ---------------------------------------------------------------------------------------
     flops_per_token = compute.model_flops_per_token(model=model, seq_len=s)
@@ -599,10 +599,11 @@ def _step(
     microbatch_s = compute_s / m
 
     # --- pipeline ----------------------------------------------------------------------------------------
-    bubble = flushes * pipeline.bubble_s(
+    bubble = pipeline.step_bubble_s(
         schedule=schedule,
         pp=pp,
-        microbatches=flush_mb,
+        microbatches=microbatches,
+        flush=training.pipeline_flush_microbatches,
         virtual_stages=lay.virtual_stages,
         microbatch_s=microbatch_s * fill,  # the fill and drain cross the other stages
         recompute_forward_share=recompute_per_token / (flops_per_token / 3.0),

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from solvers import pipeline
-from solvers.compute import Num, logical_not, maximum, minimum, per_op_defined
+from solvers.compute import Num, logical_not, maximum, per_op_defined
 from solvers.layout import Layout
 from solvers.specs import (
     PRECISIONS,
@@ -99,15 +99,6 @@ _RULES: tuple[str, ...] = (
 )
 
 
-def _flush_sizes(micro: Num, f: int | None) -> tuple[Num, Num]:
-    """The microbatches of a step's first and last pipeline flush (``pipeline.flushes``): each flush is a
-    schedule of its own, so a schedule's rule on its microbatches holds for every flush. Example: m = 12,
-    f = 8 -> (8, 4); f None -> (m, m)."""
-    if f is None:
-        return micro, micro
-    return minimum(micro, f), micro - (-(-micro // f) - 1) * f
-
-
 def rule_masks(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, lay: Any) -> list[Num]:
     gpus = cluster.gpus
     tp, pp, cp, ep, dp = lay.tp, lay.pp, lay.cp, lay.ep, lay.dp
@@ -125,7 +116,7 @@ def rule_masks(*, model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec
     seq_len = training.seq_len
     seqs = training.global_batch_tokens // seq_len
     micro = seqs // (d * mb)
-    first, last = _flush_sizes(micro, training.pipeline_flush_microbatches)
+    first, last = pipeline.flush_sizes(microbatches=micro, f=training.pipeline_flush_microbatches)
     dense = model.moe is None
     experts = 1 if model.moe is None else model.moe.experts
     interleaved = lay.schedule == _INTERLEAVED
@@ -226,7 +217,7 @@ def rule_message(
             "or the output layer alone (Llama 3 §3.3.2)"
         )
     flush = training.pipeline_flush_microbatches
-    first, last = _flush_sizes(micro, flush)
+    first, last = pipeline.flush_sizes(microbatches=micro, f=flush)
     flushed = (
         ""
         if flush is None or flush >= micro

@@ -98,6 +98,44 @@ def flushes(*, microbatches: Num, f: int | None) -> tuple[Num, Num]:
     return minimum(microbatches, f), -(-microbatches // f)
 
 
+def flush_sizes(*, microbatches: Num, f: int | None) -> tuple[Num, Num]:
+    """The microbatches of a step's first and last flush: each flush is a schedule of its own, so a schedule's
+    rule on its microbatches holds for every flush, and the last, shorter one pays its own bubble. Example:
+    m = 12, f = 8 -> (8, 4); f None -> (m, m)."""
+    if f is None:
+        return microbatches, microbatches
+    return minimum(microbatches, f), microbatches - (-(-microbatches // f) - 1) * f
+
+
+def step_bubble_s(
+    *,
+    schedule: Num,
+    pp: Num,
+    microbatches: Num,
+    flush: int | None,
+    virtual_stages: Num,
+    microbatch_s: Num,
+    recompute_forward_share: Num = 0.0,
+) -> Num:
+    """A step's bubble: every flush fills and drains the pipeline (``flushes``), each at its own size: ``n x``
+    the first flush's ``bubble_s`` plus what the last, shorter flush pays beyond it (zero-bubble's bubble grows
+    as a flush shrinks below ``p``; the other schedules' does not depend on its size).
+    Example: zero-bubble, p = 16, m = 32 in flushes of 28: the 28 pay 15 F, the 4 left their critical path, 24 F."""
+    first, last = flush_sizes(microbatches=microbatches, f=flush)
+    count = flushes(microbatches=microbatches, f=flush)[1]
+    common = {
+        "schedule": schedule,
+        "pp": pp,
+        "virtual_stages": virtual_stages,
+        "microbatch_s": microbatch_s,
+        "recompute_forward_share": recompute_forward_share,
+    }
+    one = bubble_s(microbatches=first, **common)
+    if flush is None:
+        return count * one
+    return count * one + (bubble_s(microbatches=last, **common) - one)
+
+
 def bubble_fraction(*, bubble_s: Num, compute_s: Num) -> Num:
     """``bubble / (compute + bubble)``; for gpipe and 1f1b this is ``(p-1)/(m+p-1)`` (CONTRACT.md v1).
 
