@@ -155,8 +155,8 @@ def figure_ranges(resolved: Resolved, row: Mapping[str, Any]) -> tuple[dict[str,
     ``SAMPLED_FIGURES``), and how they were made (the report's ``ranges`` and ``ranges_method``).
 
     ``resolved`` is the scenario and ``row`` the engine's row of its layout (the report's ``step``).
-    Example: Llama 3 405B on 16,384 H100 (dense/large: mean 0.0051, sigma 0.0589) at a 6.601 s step: step_s
-    p10 / p50 / p90 = 6.601 x exp(0.0051 + 0.0589 z) at z = -1.2816, 0, 1.2816 = 6.152 / 6.634 / 7.154 s.
+    Example: Llama 3 405B on 16,384 H100 (dense/large: mean 0.0037, sigma 0.0603) at a 6.601 s step: step_s
+    p10 / p50 / p90 = 6.601 x exp(0.0037 + 0.0603 z) at z = -1.2816, 0, 1.2816 = 6.133 / 6.626 / 7.158 s.
     """
     step_s, busy = float(row["step_s"]), float(row["gpu_busy_fraction"])
     tokens_per_step = float(resolved.training.global_batch_tokens)

@@ -91,8 +91,8 @@ def test_energy_carbon_docstring_quebec_matches_the_catalog() -> None:
 
 def test_figure_ranges_docstring_uses_the_catalog_step_class() -> None:
     """solvers/ranges.py ``figure_ranges`` docstring names the catalog's dense/large step class: at 1.8.0
-    solvers/catalog/step_uncertainty.json gives mean 0.00506, sigma 0.0589, and the 405B example reports a
-    6.601 s step with step_s p10 / p50 / p90 = 6.152 / 6.634 / 7.154 s (6.601 x exp(0.0051 + 0.0589 z),
+    solvers/catalog/step_uncertainty.json gives mean 0.00372, sigma 0.0603, and the 405B example reports a
+    6.601 s step with step_s p10 / p50 / p90 = 6.133 / 6.626 / 7.158 s (6.601 x exp(0.0037 + 0.0603 z),
     z = -1.2816, 0, 1.2816)."""
     from solvers import ranges
 
