@@ -10,27 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from solvers import solve
+from tests.solvers.test_per_op_recompute import DOC as PER_OP_DOC
 
 ROOT = Path(__file__).resolve().parents[2]
 
-DOC: dict[str, Any] = {
-    "model": {"preset": "llama3-8b"},
-    "cluster": {"node": "dgx-h100", "gpus": 64},
-    "training": {
-        "seq_len": 8192,
-        "global_batch_seqs": 96,
-        "precision": "fp8",
-        "layout": {
-            "tp": 8,
-            "pp": 1,
-            "cp": 1,
-            "microbatch_seqs": 12,
-            "sequence_parallel": True,
-            "zero_stage": 3,
-            "recompute": "full",
-        },
-    },
-}
+# test_per_op_recompute's Llama 3 8B at TP 8 with sequence parallelism, in FP8 with full recompute
+DOC: dict[str, Any] = copy.deepcopy(PER_OP_DOC)
+DOC["training"]["precision"] = "fp8"
+DOC["training"]["layout"]["recompute"] = "full"
 
 
 def _tp_bytes(gather: bool) -> float:

@@ -23,28 +23,15 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import numpy as np
 import pytest
 
-from solvers import ScenarioError, pipeline, solve
+from solvers import ScenarioError, solve
 from solvers.published import load_example
-from solvers.specs import SCHEDULE_CODE
+from tests.solvers.test_pipeline import _bubble
 
 # Llama 3 405B on 8,192 H100: pp 16, interleaved v 8, 32 microbatches a step per replica, no recompute.
 EXAMPLE = "llama3-405b-8192.yaml"
 P = 16
-
-
-def _bubble(schedule: str, p: int, m: int, v: int = 1, t_mb: float = 3.0) -> float:
-    return float(
-        pipeline.bubble_s(
-            schedule=np.array([SCHEDULE_CODE[schedule]]),
-            pp=np.array([p]),
-            microbatches=np.array([m]),
-            virtual_stages=np.array([v]),
-            microbatch_s=np.array([t_mb]),
-        )[0]
-    )
 
 
 def _solve(flush: int | None = None, training: dict[str, Any] | None = None, **layout: Any) -> Any:
