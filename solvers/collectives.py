@@ -317,9 +317,8 @@ def node_copies(*, copies: int, nodes: Num, max_nodes: Num | None, experts: int 
     if experts is None:
         return reach * (1.0 - _power(1.0 - 1.0 / reach, copies))
     per_bin = experts / g
-    reach = maximum(
-        reach, minimum(-(-copies // per_bin), g)
-    )  # c distinct experts fill ceil(c / per_bin) bins
+    # c distinct experts fill at least ceil(c / per_bin) bins
+    reach = maximum(reach, minimum(-(-copies // per_bin), g))
     pool = per_bin * reach
     missed: Num = 1.0
     for i in range(copies):

@@ -24,7 +24,9 @@ divides the bubble by ``v`` (SC'21: fraction ``(p-1)/(v m)`` of the ideal time).
 DualPipe rows the backward pass is split into the input gradient ``B`` and the weight gradient ``W``
 (``B_full = B + W``), each taken equal to a forward ``F``, so ``t_mb = F + B + W = 3F`` plus any recompute,
 which lengthens ``B`` (Qi et al. 2024 §2: T_F ~ T_B ~ T_W). ZB-H1 (the zero-bubble schedule with 1F1B's
-memory) leaves ``(p-1)(F+B-W) = (p-1) F``: a third of 1F1B's bubble. DualPipe overlaps a forward and a
+memory) leaves ``(p-1)(F+B-W) = (p-1) F``: a third of 1F1B's bubble, once ``m >= p``; with fewer microbatches
+a flush lasts at least its critical path (the last microbatch's forward through the other ``p - 1`` stages and
+its input gradients back through all ``p``), a bubble of at least ``(p-1)F + (p-m)B - (m-1)W``. DualPipe overlaps a forward and a
 backward chunk (``F&B = F + B_full`` when compute-bound) and runs ``p/2 - 1`` bubbles from both ends:
 ``(p/2-1)(F + 2 B_full - 3W) = (p-2) F``; it needs twice the parameters (DeepSeek-V3 Table 2;
 MegaScale-MoE §8). Worked example: p = 16, m = 128, t_mb = 3 (F = 1): 1F1B 45 (fraction 10.5%),
