@@ -193,7 +193,7 @@ def dense_shape_factor(
     return (attn_w + mlp_w) / (attn_w / f_attn + mlp_w / f_mlp)
 
 
-def expert_load(*, skew: float, capacity_factor: float | None, pad: bool, forced: bool, ep: Num = 2) -> Num:
+def expert_load(*, skew: float, capacity_factor: float | None, pad: bool, forced: bool, ep: Num) -> Num:
     """The busiest expert rank's tokens over the mean: ``1 + skew`` under dropless routing (``skew`` fitted), 1
     when the router is bypassed for benchmarks (Megatron-Core's ``moe_router_force_load_balancing`` routes on
     random logits, balanced in expectation; priced at the mean load), capped

@@ -117,7 +117,7 @@ class LostHours(TypedDict):
 
 
 class ReliabilityBlock(TypedDict):
-    nodes: int
+    nodes: int  # the ledger's nodes: servers (GB200/GB300 NVL72: 4-GPU compute trays), CONTRACT.md v1.1
     node_mtbf_h: Num
     cluster_mtbf_h: Num
     mtbf_convention: str

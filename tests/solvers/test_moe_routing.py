@@ -164,12 +164,16 @@ def test_dispatch_inside_one_node_sends_one_copy_per_target_gpu() -> None:
 
 
 def test_expert_load_rules() -> None:
-    assert effects.expert_load(skew=0.25, capacity_factor=None, pad=False, forced=False) == 1.25
-    assert effects.expert_load(skew=0.25, capacity_factor=None, pad=False, forced=True) == 1.0
-    assert effects.expert_load(skew=0.25, capacity_factor=1.1, pad=False, forced=False) == 1.1
-    assert effects.expert_load(skew=0.05, capacity_factor=1.1, pad=False, forced=False) == 1.05
-    assert effects.expert_load(skew=0.25, capacity_factor=1.0, pad=True, forced=False) == 1.0
-    assert effects.expert_load(skew=0.0, capacity_factor=1.5, pad=True, forced=True) == 1.5
+    assert effects.expert_load(skew=0.25, capacity_factor=None, pad=False, forced=False, ep=8) == 1.25
+    assert effects.expert_load(skew=0.25, capacity_factor=None, pad=False, forced=True, ep=8) == 1.0
+    assert effects.expert_load(skew=0.25, capacity_factor=1.1, pad=False, forced=False, ep=8) == 1.1
+    assert effects.expert_load(skew=0.05, capacity_factor=1.1, pad=False, forced=False, ep=8) == 1.05
+    assert effects.expert_load(skew=0.25, capacity_factor=1.0, pad=True, forced=False, ep=8) == 1.0
+    assert effects.expert_load(skew=0.0, capacity_factor=1.5, pad=True, forced=True, ep=8) == 1.5
+    # one expert rank computes every routed copy: no skew; a capacity still caps or pads
+    assert effects.expert_load(skew=0.25, capacity_factor=None, pad=False, forced=False, ep=1) == 1.0
+    assert effects.expert_load(skew=0.25, capacity_factor=0.9, pad=False, forced=False, ep=1) == 0.9
+    assert effects.expert_load(skew=0.25, capacity_factor=1.5, pad=True, forced=False, ep=1) == 1.5
 
 
 def test_padding_to_a_capacity_of_one_prices_the_experts_as_forced_balance() -> None:
