@@ -53,6 +53,8 @@ from solvers.search import (
     search_space,
     with_auto_layout,
 )
+from solvers.search.envelope import load_envelope, support_blocks
+from solvers.search.space import take
 
 MAX_SWEEP_POINTS = 1_000
 MAX_AXES = 6
@@ -421,12 +423,14 @@ def sweep_point(plan: SweepPlan, index: int, *, pricing: prices.Pricing | None =
     try:
         resolved = resolve(with_auto_layout(document))
         space = search_space(resolved, document, plan.request.space)
+        envelope = load_envelope()
         result = search_resolved(
             resolved,
             objective=plan.request.objective,
             pareto=("step_s", "memory_bytes"),
             space=space,
             within_validated=plan.request.within_validated,
+            envelope=envelope,
         )
     except ScenarioError as exc:
         row["error"] = exc.as_dict()
@@ -443,9 +447,18 @@ def sweep_point(plan: SweepPlan, index: int, *, pricing: prices.Pricing | None =
         "memory_bytes": float(result.metrics["memory_bytes"][0]),
         **{name: float(values[0]) for name, values in metrics.items()},
     }
+    # how close the best layout lies to validated runs, as a search's layouts carry it (CONTRACT.md "Support")
+    support = support_blocks(
+        model=resolved.model,
+        cluster=resolved.cluster,
+        training=resolved.training,
+        layouts=take(result.layouts, np.array([0], dtype=np.int64)),
+        envelope=envelope,
+    )[0]
     row.update(
         {
-            "best": {"layout": layout_dict(result.layouts, 0), "metrics": figures},
+            "best": {"layout": layout_dict(result.layouts, 0), "metrics": figures, "support": support},
+            "within_validated": result.within_validated,
             "candidates": result.candidates,
             "evaluated": result.evaluated,
             "feasible": result.feasible,
