@@ -209,11 +209,27 @@ def _settings_text(layout: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _support(support: Any) -> dict[str, Any] | None:
+    """A layout's place against the validated runs (CONTRACT.md "Support") as the table shows it: inside, or
+    outside with the reasons; None for a result stored before layouts carried it."""
+    if not isinstance(support, Mapping) or "within_validated" not in support:
+        return None
+    reasons = [str(reason) for reason in support.get("reasons") or []]
+    return {"inside": support["within_validated"] is True, "reasons": "; ".join(reasons)}
+
+
 def _row(
-    *, layout: Mapping[str, Any], metrics: Mapping[str, Any], mfu: Any, fits: Any, pareto: bool
+    *,
+    layout: Mapping[str, Any],
+    metrics: Mapping[str, Any],
+    mfu: Any,
+    fits: Any,
+    pareto: bool,
+    support: Any = None,
 ) -> dict[str, Any]:
     kg = metrics.get("total_kgco2e")
     return {
+        "support": _support(support),
         "layout": [layout.get(key) for key, _ in LAYOUT_KEYS],
         "layout_text": ", ".join(f"{label.lower()} {layout.get(key)}" for key, label in LAYOUT_KEYS)
         if layout
@@ -253,6 +269,7 @@ def search_view(report: Mapping[str, Any]) -> dict[str, Any]:
             mfu=(best.get("step") or {}).get("mfu"),
             fits=(best.get("memory") or {}).get("fits"),
             pareto=1 in front,
+            support=best.get("support"),
         )
     for item in [*(report.get("alternatives") or []), *(report.get("pareto") or [])]:
         rank = int(item["rank"])
@@ -263,6 +280,7 @@ def search_view(report: Mapping[str, Any]) -> dict[str, Any]:
                 mfu=item.get("mfu"),
                 fits=item.get("fits", True),
                 pareto=rank in front,
+                support=item.get("support"),
             )
     table = [{**row, "rank": rank} for rank, row in sorted(rows.items())]
     objective = str(report.get("objective") or "step_s")
@@ -306,6 +324,7 @@ def sweep_view(report: Mapping[str, Any]) -> dict[str, Any]:
                 mfu=best.get("mfu"),
                 fits=True,
                 pareto=position in front,
+                support=best.get("support"),
             )
             key = (0, float((best.get("metrics") or {}).get(objective) or 0.0), position)
         else:
