@@ -12,8 +12,8 @@ from tests.web.conftest import SPACE_FORM, Browsers
 from tests.web.test_jobs import detail_url, execute, new_url, run_id_of
 from web.views.jobs import search_view, sweep_view
 
-INSIDE = {"within_validated": True, "reasons": [], "distance": 0.0}
-OUTSIDE = {
+INSIDE: dict[str, Any] = {"within_validated": True, "reasons": [], "distance": 0.0}
+OUTSIDE: dict[str, Any] = {
     "within_validated": False,
     "reasons": ["2,048 tokens per context-parallel rank; validated dense runs go down to 4,096"],
     "distance": 1.0,
