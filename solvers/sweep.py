@@ -53,7 +53,7 @@ from solvers.search import (
     search_space,
     with_auto_layout,
 )
-from solvers.search.envelope import load_envelope, support_blocks
+from solvers.search.envelope import Envelope, load_envelope, support_blocks
 from solvers.search.space import take
 
 MAX_SWEEP_POINTS = 1_000
@@ -398,13 +398,21 @@ def _base_region(scenario: Mapping[str, Any]) -> Any:
     return site.get("region") if isinstance(site, Mapping) else None
 
 
-def sweep_point(plan: SweepPlan, index: int, *, pricing: prices.Pricing | None = None) -> dict[str, Any]:
+def sweep_point(
+    plan: SweepPlan,
+    index: int,
+    *,
+    pricing: prices.Pricing | None = None,
+    envelope: Envelope | None = None,
+) -> dict[str, Any]:
     """Search one point of ``plan``: its best layout and figures, or the rule it breaks as ``error``.
 
     The point's document is the base scenario with the point's fields set; ``pricing`` (the plan's price
     books) then prices it, so a point that changes the accelerator or the region is billed at that
     accelerator's and region's prices, exactly as a solve of that document would be. A base field that a
-    swept preset would otherwise re-derive is listed under ``pinned``."""
+    swept preset would otherwise re-derive is listed under ``pinned``. ``envelope``: the validated runs the
+    point's search and its best layout's ``support`` are judged against (the catalog's file when None; a
+    caller solving many points loads it once)."""
     point = plan.points[index]
     started = time.perf_counter()
     row: dict[str, Any] = {"index": index, "point": dict(point)}
@@ -423,7 +431,7 @@ def sweep_point(plan: SweepPlan, index: int, *, pricing: prices.Pricing | None =
     try:
         resolved = resolve(with_auto_layout(document))
         space = search_space(resolved, document, plan.request.space)
-        envelope = load_envelope()
+        envelope = envelope or load_envelope()
         result = search_resolved(
             resolved,
             objective=plan.request.objective,
@@ -489,9 +497,10 @@ def sweep_document(
     ``pricing`` prices every point after its fields are set (``sweep_point``)."""
     started = time.perf_counter()
     plan = plan_sweep(document, objective=objective, pareto=pareto)
+    envelope = load_envelope()
     rows: list[dict[str, Any]] = []
     for index in range(len(plan.points)):
-        rows.append(sweep_point(plan, index, pricing=pricing))
+        rows.append(sweep_point(plan, index, pricing=pricing, envelope=envelope))
         if progress is not None:
             progress(index + 1, len(plan.points))
     if len(rows) != len(plan.points):

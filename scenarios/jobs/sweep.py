@@ -167,10 +167,14 @@ def _chunk_record(*, job: SweepJob, chunk: int, rows: list[dict[str, Any]]) -> b
 
 
 def _solve_chunk(job: SweepJob, planned: Any, chunk: int) -> list[dict[str, Any]]:
+    from solvers.search.envelope import load_envelope
     from solvers.sweep import sweep_point
 
     start, stop = job.bounds(chunk)
-    return [sweep_point(planned, index, pricing=job.pricing) for index in range(start, stop)]
+    envelope = load_envelope()  # once a chunk: every point is judged against the same file
+    return [
+        sweep_point(planned, index, pricing=job.pricing, envelope=envelope) for index in range(start, stop)
+    ]
 
 
 def fail_running(*, run_id: int, error: str) -> bool:
