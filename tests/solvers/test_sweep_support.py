@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from solvers.search.document import search_document
-from solvers.sweep import point_document, sweep_document
+from solvers.search.envelope import Envelope, load_envelope
+from solvers.sweep import plan_sweep, point_document, sweep_document, sweep_point
 
 BASE: dict[str, Any] = {
     "model": {"preset": "llama3-405b"},
@@ -54,3 +55,19 @@ def test_a_best_outside_the_envelope_says_why() -> None:
     inside = _sweep(True)["rows"][1]
     assert inside["best"]["support"]["within_validated"] is True
     assert inside["best"]["support"]["reasons"] == []
+
+
+def test_a_point_is_judged_against_the_envelope_it_is_given() -> None:
+    """A caller that solves many points loads the validated runs once and passes them: the point's search
+    and its best layout's support read that envelope, not the catalog's file."""
+    full = load_envelope()
+    published = next(run for run in full.runs if run.id == "llama3-2024-405b-16384gpu-8k")
+    only = Envelope(runs=(published,), digest="one run")
+    doc = copy.deepcopy(BASE)
+    plan = plan_sweep(doc)
+    row = sweep_point(plan, 1, envelope=only)
+    assert row["within_validated"] is True
+    assert row["best"]["support"]["nearest_validated"] == published.id
+    # inside an envelope of Meta's run alone, the best keeps its parallelism: tp 8, cp 1, pp 16
+    assert (row["best"]["layout"]["tp"], row["best"]["layout"]["cp"]) == (8, 1)
+    assert sweep_point(plan, 1)["best"]["layout"] != row["best"]["layout"]
