@@ -184,6 +184,13 @@ def _compose(
             "nothing (Megatron-Core refuses --fp8-param-gather without its distributed optimizer or FSDP)"
         )
     warnings.extend(_routing_warnings(resolved, layout, stated_keys))
+    support = None if search is None else search.get("support")
+    if support is not None and support.get("within_validated") is False:
+        # the search's own words (CONTRACT.md "Support"), where a reader of the report's warnings looks
+        warnings.append(
+            "layout: the chosen layout lies outside the validated runs, so its figures extrapolate the step model "
+            f"beyond the published runs it was checked against (search.support): {'; '.join(support['reasons'])}"
+        )
     warnings.extend(ledger.warnings)  # texts the ledger wrote
     if document is None:
         document = resolved.document

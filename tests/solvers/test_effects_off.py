@@ -115,6 +115,9 @@ def test_the_switches_are_the_effects() -> None:
     }
 
 
+OUTSIDE_VALIDATED_RUNS = "layout: the chosen layout lies outside the validated runs"
+
+
 @pytest.mark.parametrize("name", sorted(RECORDED["reports"]))
 def test_effects_off_reproduce_the_recorded_figures(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # ``layout: auto`` chooses among every layout, as it did before the validated envelope existed
@@ -131,6 +134,8 @@ def test_effects_off_reproduce_the_recorded_figures(name: str, monkeypatch: pyte
         **TRAINING_OF_EXAMPLE_AT_1_2_0.get(name, {}),
     }
     report = json.loads(json.dumps(solve(all_off(document)), allow_nan=False))
+    # nor did it warn of a layout outside the validated runs, which did not exist then
+    report["warnings"] = [w for w in report["warnings"] if not w.startswith(OUTSIDE_VALIDATED_RUNS)]
     recorded = RECORDED["reports"][name]
     for key, value in recorded.items():
         assert report[key] == value, (name, key)
