@@ -29,8 +29,8 @@ from solvers.layout import Layout
 from solvers.ledger import LedgerInputs, compute_ledger, energy_carbon, schedule, tco
 from solvers.report import compose
 from solvers.report_types import Report, SearchSummary, TcoBlock
-from solvers.search.envelope import load_envelope, support_blocks
-from solvers.search.ranking import search_resolved, search_space
+from solvers.search.envelope import load_envelope
+from solvers.search.ranking import best_support, search_resolved, search_space
 from solvers.search.request import DEFAULT_WITHIN_VALIDATED
 from solvers.version import SOLVER_VERSION
 
@@ -141,13 +141,7 @@ def pick_layout(resolved: Resolved) -> tuple[Layout, dict[str, Any], SearchSumma
         "rejected": result.rejected,
         "elapsed_s": result.elapsed_s,
         "within_validated": result.within_validated,
-        "support": support_blocks(
-            model=model,
-            cluster=cluster,
-            training=training,
-            layouts=result.layouts.take(slice(0, 1)),
-            envelope=envelope,
-        )[0],
+        "support": best_support(resolved, result, envelope),
     }
     return layout, row, summary
 

@@ -45,6 +45,7 @@ from solvers.pareto import pareto_indices
 from solvers.plain import all_plain_finite
 from solvers.search import (
     SearchRequest,
+    best_support,
     check_objectives,
     layout_dict,
     ledger_metrics,
@@ -53,8 +54,7 @@ from solvers.search import (
     search_space,
     with_auto_layout,
 )
-from solvers.search.envelope import Envelope, load_envelope, support_blocks
-from solvers.search.space import take
+from solvers.search.envelope import Envelope, load_envelope
 
 MAX_SWEEP_POINTS = 1_000
 MAX_AXES = 6
@@ -456,13 +456,7 @@ def sweep_point(
         **{name: float(values[0]) for name, values in metrics.items()},
     }
     # how close the best layout lies to validated runs, as a search's layouts carry it (CONTRACT.md "Support")
-    support = support_blocks(
-        model=resolved.model,
-        cluster=resolved.cluster,
-        training=resolved.training,
-        layouts=take(result.layouts, np.array([0], dtype=np.int64)),
-        envelope=envelope,
-    )[0]
+    support = best_support(resolved, result, envelope)
     row.update(
         {
             "best": {"layout": layout_dict(result.layouts, 0), "metrics": figures, "support": support},

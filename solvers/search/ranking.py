@@ -307,6 +307,18 @@ def search_resolved(
     )
 
 
+def best_support(resolved: Resolved, result: SearchResult, envelope: Envelope) -> dict[str, Any]:
+    """The ``support`` block (``support_blocks``) of a search's best layout: how close the layout an auto solve
+    or a sweep point takes lies to the validated runs of ``envelope``."""
+    return support_blocks(
+        model=resolved.model,
+        cluster=resolved.cluster,
+        training=resolved.training,
+        layouts=result.layouts.take(slice(0, 1)),
+        envelope=envelope,
+    )[0]
+
+
 def _inside_envelope(
     resolved: Resolved, valid: LayoutBatch, envelope: Envelope, rejected: dict[str, int]
 ) -> LayoutBatch:
